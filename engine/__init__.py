@@ -1,12 +1,21 @@
 """Token by Token's inference engine: load a causal LM, run it phase by phase with hooks, and
-record everything measured into a Trace. No UI code lives here (no gradio, no altair)."""
+record everything measured into a Trace. No UI code lives here (no gradio, no altair).
 
-from .core import Engine
-from .errors import EngineError, InvalidRequest, ModelLoadError, TraceFormatError
-from .generate import Event, run_trace, stream_trace
-from .loading import EMBEDDED, load
-from .request import Limits
-from .trace import SCHEMA, Settings, Trace
+Names are imported lazily, so `import engine.trace` (what viz/ needs) does not pull in torch.
+"""
 
-__all__ = ["Engine", "EngineError", "InvalidRequest", "ModelLoadError", "TraceFormatError", "Event",
-           "run_trace", "stream_trace", "EMBEDDED", "load", "Limits", "SCHEMA", "Settings", "Trace"]
+import importlib
+
+_EXPORTS = {
+    "Engine": "core", "EngineError": "errors", "InvalidRequest": "errors", "ModelLoadError": "errors",
+    "TraceFormatError": "errors", "Event": "generate", "run_trace": "generate",
+    "stream_trace": "generate", "EMBEDDED": "loading", "load": "loading", "Limits": "request",
+    "SCHEMA": "trace", "Settings": "trace", "Trace": "trace",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'engine' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)

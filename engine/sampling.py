@@ -27,7 +27,7 @@ def warpers(temperature: float, top_k: int, top_p: float) -> LogitsProcessorList
 def entropy(logp: torch.Tensor) -> float:
     """Entropy in nats of a distribution given as log-probabilities (-inf entries count as 0)."""
     p = logp.exp()
-    return float(-(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum())
+    return max(0.0, float(-(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum()))
 
 
 @dataclass

@@ -1,0 +1,47 @@
+"""The command line, run as a newcomer would: `python -m engine ...` in a subprocess."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine import Trace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engine", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_trace_command_writes_a_trace(tmp_path):
+    out = tmp_path / "t.json"
+    done = run_cli("trace", "--prompt", "什么是量子计算", "--max-new-tokens", "5", "--attention",
+                   "--logit-lens", "--temperature", "0.7", "--seed", "3", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    trace = Trace.from_json(out.read_text())
+    assert trace.settings.temperature == 0.7 and trace.settings.seed == 3
+    assert len(trace.steps) == trace.summary.new_tokens <= 5
+    assert trace.attention is not None and trace.steps[0].lens is not None
+    assert "TTFT" in done.stderr
+
+
+def test_trace_command_reports_bad_input_cleanly(tmp_path):
+    done = run_cli("trace", "--prompt", "  ", "--out", str(tmp_path / "x.json"))
+    assert done.returncode == 2
+    assert "error: the prompt is empty" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_bench_command_prints_the_figures():
+    done = run_cli("bench", "--json", "--new-tokens", "6", "--repeats", "1")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    for key in ("hf_generate_tok_s", "engine_tok_s", "engine_attention_tok_s", "overhead_ratio", "ttft_ms",
+                "tpot_ms", "read_bandwidth_gbs", "weight_bytes", "limit_tpot_ms", "peak_rss_mb",
+                "trace_json_bytes"):
+        assert result[key] > 0, key
+    assert result["overhead_ratio"] == result["engine_tok_s"] / result["hf_generate_tok_s"]

@@ -1,0 +1,75 @@
+"""Bad requests and bad models fail fast with the engine's own typed errors."""
+
+import math
+from pathlib import Path
+
+import pytest
+
+from engine import Engine, InvalidRequest, Limits, ModelLoadError, Settings, stream_trace
+from engine.loading import resolve_source
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.mark.parametrize("prompt, message", [
+    ("", "empty"),
+    ("   \n\t ", "empty"),
+    ("x" * 20_001, "limit is 20,000"),
+    (None, "must be text"),
+])
+def test_bad_prompts(engine, prompt, message):
+    with pytest.raises(InvalidRequest, match=message):
+        stream_trace(engine, prompt, Settings())
+
+
+@pytest.mark.parametrize("field, value", [
+    ("max_new_tokens", 0), ("max_new_tokens", 10**6), ("max_new_tokens", 2.5),
+    ("temperature", -0.1), ("temperature", math.nan), ("temperature", math.inf),
+    ("top_p", 0.0), ("top_p", 1.5), ("top_p", math.nan),
+    ("top_k", -1), ("seed", -5), ("top_candidates", 0),
+    ("mode", "dreaming"), ("use_cache", "yes"), ("stop", [""]),
+])
+def test_bad_settings(engine, field, value):
+    with pytest.raises(InvalidRequest, match=field):
+        stream_trace(engine, "Hello", Settings(**{field: value}))
+
+
+def test_prompt_longer_than_the_context(engine, monkeypatch):
+    monkeypatch.setattr(engine, "limits", Limits(max_prompt_tokens=50))
+    with pytest.raises(InvalidRequest, match="limit is 50"):
+        stream_trace(engine, "word " * 100, Settings())
+    monkeypatch.setattr(engine, "limits", Limits(max_prompt_chars=10**6, max_prompt_tokens=10**5))
+    with pytest.raises(InvalidRequest, match="context of 8,192"):
+        stream_trace(engine, "word " * 9000, Settings())
+    with pytest.raises(InvalidRequest, match="attention capture works on prompts up to 2,048"):
+        stream_trace(engine, "word " * 3000, Settings(attention=True))
+
+
+def test_errors_come_before_model_work(engine, monkeypatch):
+    def no_forward(*_a, **_k):
+        raise AssertionError("the model ran")
+    monkeypatch.setattr(engine, "forward", no_forward)
+    with pytest.raises(InvalidRequest):
+        stream_trace(engine, "", Settings())
+    with pytest.raises(InvalidRequest):
+        stream_trace(engine, "ok", Settings(temperature=-1))
+
+
+def test_missing_path_and_unknown_ids():
+    with pytest.raises(ModelLoadError, match="no model folder"):
+        resolve_source("/no/such/folder")
+    with pytest.raises(ModelLoadError, match="no model folder"):
+        resolve_source("./relative/missing")
+    with pytest.raises(ModelLoadError, match="not a hub id"):
+        resolve_source("not a model id!")
+
+
+def test_unknown_hub_id_offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelLoadError, match="cannot load"):
+        Engine.load("no-such-org/no-such-model-xyz")
+
+
+def test_model_needing_remote_code_is_refused():
+    with pytest.raises(ModelLoadError, match="remote code"):
+        Engine.load(str(FIXTURES / "remote_code_model"))
