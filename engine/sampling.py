@@ -62,3 +62,33 @@ def choose(logits: torch.Tensor, settings: Settings, chain: LogitsProcessorList,
                   rank=int((logits > logits[token]).sum()),
                   p_model=float(logp_model[token].exp()), p_final=float(logp_final[token].exp()),
                   entropy=entropy(logp_final), entropy_model=entropy(logp_model))
+
+
+def playground(candidates: list[Candidate], temperature: float, top_k: int, top_p: float,
+               seed: int = 0) -> list[dict]:
+    """Re-run temperature -> top-k -> top-p on one step's stored candidates, stage by stage.
+
+    Only the stored top candidates are known, so every stage is renormalised over them; the
+    caller shows how much of the model's probability they hold (sum of `p_model`).
+    """
+    logits = torch.tensor([[c.logit for c in candidates]], dtype=torch.float32)   # [1, n]
+    ids = torch.zeros((1, 1), dtype=torch.long)                                    # unused by warpers
+    if temperature == 0:                                # greedy: every stage keeps only the top score
+        onehot = torch.zeros_like(logits)
+        onehot[0, int(logits.argmax())] = 1.0
+        stages, kept_k, kept_p = [onehot] * 3, onehot[0] > 0, onehot[0] > 0
+    else:
+        scaled = warpers(temperature, 0, 1.0)(ids, logits.clone())
+        after_k = warpers(1.0, top_k, 1.0)(ids, scaled.clone())
+        after_p = warpers(1.0, 0, top_p)(ids, after_k.clone())
+        stages = [torch.softmax(x, dim=-1) for x in (scaled, after_k, after_p)]
+        kept_k, kept_p = torch.isfinite(after_k[0]), torch.isfinite(after_p[0])
+    final = stages[-1][0]
+    generator = torch.Generator().manual_seed(int(seed))
+    chosen = int(final.argmax()) if temperature == 0 else int(torch.multinomial(final, 1, generator=generator))
+    before = torch.softmax(logits, dim=-1)[0]
+    return [{"id": c.id, "text": c.text, "logit": c.logit, "p_model": float(before[i]),
+             "p_model_true": c.p_model, "p_temperature": float(stages[0][0, i]),
+             "p_top_k": float(stages[1][0, i]), "p_top_p": float(stages[2][0, i]),
+             "kept_top_k": bool(kept_k[i]), "kept_top_p": bool(kept_p[i]), "chosen": i == chosen}
+            for i, c in enumerate(candidates)]
