@@ -23,3 +23,43 @@ def engine():
 def output_dir() -> Path:
     OUTPUT.mkdir(exist_ok=True)
     return OUTPUT
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    """The real app (`python app.py`) on a free local port, for gradio_client and the browser."""
+    import subprocess
+    import time
+    import urllib.request
+    port = _free_port()
+    OUTPUT.mkdir(exist_ok=True)
+    log = open(OUTPUT / "app-server.log", "w")
+    proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, stdout=log,
+                            stderr=subprocess.STDOUT, env={**os.environ, "TBT_CONCURRENCY": "4"})
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"app exited early; see {log.name}")
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        raise RuntimeError("app did not start in 240 s")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()

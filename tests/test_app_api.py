@@ -1,0 +1,57 @@
+"""The app through gradio_client against a live local server: the documented /trace endpoint."""
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from gradio_client import Client
+
+from engine import Settings, Trace, run_trace
+
+ARGS = dict(max_new_tokens=12, temperature=0.0, top_k=0, top_p=1.0, seed=0, attention=False,
+            logit_lens=False, chat_template=True)
+
+
+@pytest.fixture(scope="module")
+def client(app_url):
+    return Client(app_url, verbose=False)
+
+
+def call_trace(client, prompt: str, **overrides) -> Trace:
+    path = client.predict(prompt=prompt, **{**ARGS, **overrides}, api_name="/trace")
+    with open(path, encoding="utf-8") as f:
+        return Trace.from_json(f.read())
+
+
+def test_trace_endpoint_matches_the_engine(client, engine):
+    got = call_trace(client, "什么是量子计算", attention=True)
+    mine = run_trace(engine, "什么是量子计算", Settings(max_new_tokens=12, attention=True))
+    assert [t.id for t in got.prompt.tokens] == [t.id for t in mine.prompt.tokens]
+    assert [s.id for s in got.steps] == [s.id for s in mine.steps]
+    assert got.attention is not None and len(got.attention.steps) == len(got.steps)
+
+
+def test_four_clients_at_once_each_get_their_own_trace(app_url, engine):
+    prompts = ["Hello, world!", "什么是量子计算", "Write a haiku about rain.", "List three fruits."]
+    expected = {p: [s.id for s in run_trace(engine, p, Settings(max_new_tokens=12)).steps] for p in prompts}
+
+    def one(prompt):
+        return prompt, call_trace(Client(app_url, verbose=False), prompt)
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(one, prompts))
+    for prompt, trace in results:
+        assert trace.prompt.raw == prompt
+        assert [s.id for s in trace.steps] == expected[prompt]
+
+
+@pytest.mark.parametrize("prompt, overrides, message", [
+    ("", {}, "empty"),
+    ("Hello", {"temperature": -1.0}, "temperature"),
+    ("Hello", {"top_p": 0.0}, "top_p"),
+    ("Hello", {"max_new_tokens": 0}, "max_new_tokens"),
+])
+def test_bad_input_gets_a_clear_message(client, prompt, overrides, message):
+    with pytest.raises(Exception, match=message):
+        call_trace(client, prompt, **overrides)
+    assert call_trace(client, "Hi").steps      # the server keeps serving

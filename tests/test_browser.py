@@ -1,0 +1,141 @@
+"""The page in a real headless Chromium (Debian's), driven by Playwright: streaming, every chapter's
+chart, trace download and re-upload, and injected HTML that must stay text.
+
+Screenshots land in test-output/browser/; look at them after a change to the page.
+"""
+
+import json
+import time
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+TABS = [("tokens", "1 · Tokens", ["#embedding"]),
+        ("prefill", "2 · Prefill", ["#heatmap", "#head-view"]),
+        ("kv", "3 · KV cache", ["#kv-growth", "#kv-projection"]),
+        ("decode", "4 · Decode", ["#candidates", "#attention-row", "#lens"]),
+        ("speed", "5 · Speed", ["#timeline", "#step-times"]),
+        ("sampling", "8 · Sampling", ["#playground"])]
+INJECTION = ('<script>alert(1)</script> <img src=x onerror=alert(1)> **bold** [x](javascript:alert(1)) '
+             '<b id="injected">bold?</b> {{7*7}} ${7*7}')
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture()
+def page(browser, app_url):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    page.dialogs = []
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    page.goto(app_url)
+    page.wait_for_selector("#prompt textarea", timeout=60_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def shots(output_dir):
+    folder = output_dir / "browser"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def finished(page) -> bool:
+    return page.evaluate("() => !!document.querySelector('#output .tbt-output') && "
+                         "!document.querySelector('#output .tbt-caret')")
+
+
+def run_prompt(page, prompt: str, max_tokens: int | None = None) -> dict:
+    """Type, run, and watch the stream; returns what was seen while it ran."""
+    if max_tokens is not None:
+        page.get_by_text("Generation settings").click()
+        page.get_by_label("Max new tokens", exact=False).first.fill(str(max_tokens))
+        page.keyboard.press("Enter")
+    page.fill("#prompt textarea", prompt)
+    page.click("#run")
+    page.wait_for_selector("#output .tbt-step", timeout=60_000)
+    seen = {"steps_while_running": page.locator("#output .tbt-step").count(),
+            "caret_while_running": page.locator("#output .tbt-caret").count() > 0}
+    # the run's .then() draws every chapter and then marks the output as rendered
+    page.wait_for_selector("#output .tbt-rendered", state="attached", timeout=180_000)
+    return seen
+
+
+def open_tab(page, title: str, plots: list[str]) -> float:
+    """Click a chapter's tab; returns seconds until all its charts drew (svg/canvas inside vega-embed)."""
+    start = time.monotonic()
+    page.get_by_role("tab", name=title).click()
+    for selector in plots:
+        page.wait_for_selector(f"{selector} .vega-embed canvas, {selector} .vega-embed svg", timeout=30_000)
+        assert page.locator(f"{selector} .vega-embed .error, {selector} .error").count() == 0
+    return time.monotonic() - start
+
+
+def test_stream_every_chapter_download_and_upload(page, shots, tmp_path):
+    seen = run_prompt(page, "什么是量子计算")
+    assert seen["steps_while_running"] >= 1 and seen["caret_while_running"], seen
+    page.screenshot(path=str(shots / "zh-top.png"))
+    assert "什" in page.inner_text("#prompt-chips") and "\ufffd" not in page.inner_text("#prompt-chips")
+    timings = {}
+    for name, title, plots in TABS:
+        timings[name] = open_tab(page, title, plots)
+        page.screenshot(path=str(shots / f"zh-{name}.png"), full_page=True)
+    print("\nchapter render seconds:", json.dumps({k: round(v, 2) for k, v in timings.items()}))
+
+    page.get_by_role("tab", name="Trace file").click()
+    with page.expect_download() as info:
+        page.locator("#download a").first.click()
+    path = tmp_path / "trace.json"
+    info.value.save_as(path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["schema"] == "token-by-token/trace@1" and data["prompt"]["raw"] == "什么是量子计算"
+
+    # a second, English run replaces the views; re-uploading the Chinese trace brings them back
+    run_prompt(page, "Xiao Ming went to the supermarket and bought some apples. Then he")
+    assert "Then" in page.inner_text("#prompt-chips")
+    page.get_by_role("tab", name="Trace file").click()
+    page.set_input_files("#upload input[type=file]", str(path))
+    page.wait_for_function("() => document.querySelector('#prompt-chips').innerText.includes('什')",
+                           timeout=30_000)
+    page.get_by_role("tab", name="1 · Tokens").click()
+    page.screenshot(path=str(shots / "uploaded-tokens.png"), full_page=True)
+
+
+def test_rejected_upload_shows_a_message(page, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "something-else"}')
+    page.get_by_role("tab", name="Trace file").click()
+    page.set_input_files("#upload input[type=file]", str(bad))
+    page.wait_for_selector("text=not a usable trace", timeout=20_000)
+
+
+def test_heatmap_at_the_capped_length(page, shots):
+    """A prompt of 256+ tokens: the prefill heatmap is capped at 256 and still renders quickly."""
+    long_prompt = " ".join(["the quick brown fox jumps over the lazy dog"] * 30)
+    run_prompt(page, long_prompt, max_tokens=4)
+    seconds = open_tab(page, "2 · Prefill", ["#heatmap", "#head-view"])
+    print(f"\nheatmap at 256 tokens drew in {seconds:.2f} s")
+    page.screenshot(path=str(shots / "prefill-256.png"), full_page=True)
+
+
+def test_injected_html_stays_text(page, shots):
+    run_prompt(page, INJECTION, max_tokens=8)
+    for _, title, plots in TABS:
+        open_tab(page, title, plots)
+    page.get_by_role("tab", name="1 · Tokens").click()
+    page.screenshot(path=str(shots / "injection-tokens.png"), full_page=True)
+    assert page.dialogs == []
+    assert page.locator("#injected").count() == 0
+    assert page.locator("img[src='x']").count() == 0
+    assert page.evaluate("() => [...document.querySelectorAll('script')].some(s => s.textContent.includes('alert(1)'))") is False
+    assert "<script>" in page.inner_text("#prompt-chips").replace("␣", " ") or "script" in page.inner_text("#prompt-chips")

@@ -1,0 +1,172 @@
+"""What the page's buttons do: run (streaming), stop, load a trace, the /trace API, the TTFT sweep.
+
+Module-level objects are shared by every visitor; everything about one run lives in its own
+generator and in the visitor's gr.State, so visitors never see each other's tokens or charts.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import gradio as gr
+
+from engine import EngineError, Trace, stream_trace
+from engine.core import Engine
+from engine.embeddings import embedding_neighbors
+from engine.other_tokenizer import NAME as OTHER_NAME
+from engine.other_tokenizer import qwen_tokens
+from engine.sweep import LENGTHS, ttft_sweep
+from engine.tokens import prompt_tokens
+from engine.trace import Settings
+from viz import html, speed
+from viz.labels import label
+from viz.notice import embedding_strip, notice_chart
+
+from .runs import StopFlags, TraceFiles
+from .views import clamp
+
+MAX_UPLOAD_BYTES = 64_000_000
+STREAM_INTERVAL_S = 0.1
+
+
+def _int(name: str, value, default: int) -> int:
+    if value is None or value == "":
+        return default
+    if isinstance(value, float) and not math.isfinite(value):
+        raise gr.Error(f"{name} must be a finite number")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise gr.Error(f"{name} must be a whole number, got {value!r}") from None
+
+
+def _float(name: str, value, default: float) -> float:
+    if value is None or value == "":
+        return default
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise gr.Error(f"{name} must be a number, got {value!r}") from None
+
+
+def make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
+                  chat_template) -> Settings:
+    """Settings from the page's controls (sliders send floats, an empty number box sends None).
+    The engine validates the values themselves."""
+    return Settings(max_new_tokens=_int("max_new_tokens", max_new_tokens, 64),
+                    temperature=_float("temperature", temperature, 0.0),
+                    top_k=_int("top_k", top_k, 0), top_p=_float("top_p", top_p, 1.0),
+                    seed=_int("seed", seed, 0), attention=bool(attention), logit_lens=bool(logit_lens),
+                    chat_template=bool(chat_template))
+
+
+def status_md(trace: Trace, lang: str) -> str:
+    parts = []
+    if trace.prefill:
+        parts.append(f"{label('prefill', lang)}: {trace.prefill.tokens} {label('tokens', lang)}, "
+                     f"{trace.prefill.ms:.0f} ms")
+    if trace.steps:
+        parts.append(f"{label('step', lang)} {len(trace.steps)}/{trace.settings.max_new_tokens}")
+        parts.append(f"TTFT {trace.steps[0].t_ms:.0f} ms")
+    s = trace.summary
+    if s:
+        if s.tpot_ms:
+            parts.append(f"TPOT {s.tpot_ms:.1f} ms")
+        parts.append(f"{s.tokens_per_s:.1f} {label('tokens_per_s', lang)}")
+        parts.append(f"{label('stop_reason', lang)}: **{label('stop_' + s.stop_reason, lang)}**")
+    return " · ".join(parts)
+
+
+class Actions:
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.flags = StopFlags()
+        self.files = TraceFiles()
+
+    # --- run ----------------------------------------------------------------------------------
+    def run(self, prompt, max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
+            chat_template, lang, request: gr.Request):
+        """Stream one run: (trace state, output chips, status, prompt chips) after every event."""
+        settings = make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
+                                 chat_template)
+        session = request.session_hash if request else "anonymous"
+        flag = self.flags.start(session)
+        try:
+            events = stream_trace(self.engine, prompt, settings, cancel=flag)
+        except EngineError as exc:
+            self.flags.end(session, flag)
+            raise gr.Error(str(exc)) from None
+        shown = 0.0
+        try:
+            for event in events:
+                trace, now = event.trace, time.monotonic()
+                if event.kind == "step" and now - shown < STREAM_INTERVAL_S:
+                    continue          # the page needs ~10 updates a second, not one per token
+                shown = now
+                yield (trace if event.kind == "done" else gr.skip(), html.output_html(trace, lang=lang),
+                       status_md(trace, lang),
+                       html.prompt_html(trace, lang=lang) if event.kind == "tokens" else gr.skip())
+        finally:
+            events.close()
+            self.flags.end(session, flag)
+
+    def stop(self, request: gr.Request):
+        if request:
+            self.flags.stop(request.session_hash)
+
+    def trace_file(self, trace: Trace | None):
+        return self.files.write(trace) if trace is not None else None
+
+    # --- tokens chapter helpers (need the tokenizer) ------------------------------------------
+    def comparison(self, trace: Trace) -> tuple:
+        raw = trace.prompt.raw
+        ours = prompt_tokens(self.engine.token_bytes, raw, self.engine.encode(raw, templated=True))
+        return ours, self.engine.info.id.split(":")[-1], qwen_tokens(raw), OTHER_NAME
+
+    def embedding(self, trace: Trace | None, index, lang: str):
+        if trace is None or not trace.prompt.tokens:
+            return notice_chart(label("run_first", lang)), ""
+        if trace.model.id != self.engine.info.id:
+            return notice_chart(label("other_model", lang)), ""
+        token = trace.prompt.tokens[clamp(index, len(trace.prompt.tokens) - 1)]
+        vector, neighbors = embedding_neighbors(self.engine, token.id)
+        title = f"{label('embedding_of', lang)} {token.text!r} (id {token.id}, {len(vector)} dims)"
+        return (embedding_strip(vector, title),
+                html.neighbors_html({"id": token.id, "text": token.text}, neighbors, lang=lang))
+
+    # --- load / API / sweep -------------------------------------------------------------------
+    def load(self, path: str | None) -> Trace:
+        if not path:
+            raise gr.Error("choose a trace JSON file to load")
+        size = Path(path).stat().st_size
+        if size > MAX_UPLOAD_BYTES:
+            raise gr.Error(f"that file is {size / 1e6:.0f} MB; traces up to {MAX_UPLOAD_BYTES / 1e6:.0f} MB "
+                           "can be loaded")
+        try:
+            return Trace.from_json(Path(path).read_bytes(), max_bytes=MAX_UPLOAD_BYTES)
+        except EngineError as exc:
+            raise gr.Error(f"this file is not a usable trace: {exc}") from None
+
+    def api_trace(self, prompt: str, max_new_tokens: float, temperature: float, top_k: float,
+                  top_p: float, seed: float, attention: bool, logit_lens: bool, chat_template: bool):
+        """Run one prompt to the end and return its Trace as a JSON file."""
+        settings = make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
+                                 chat_template)
+        try:
+            events = stream_trace(self.engine, prompt, settings)
+            for event in events:
+                pass
+        except EngineError as exc:
+            raise gr.Error(str(exc)) from None
+        return self.files.write(event.trace)
+
+    def sweep(self, prompt, lang, progress=gr.Progress()):
+        text = prompt if isinstance(prompt, str) and prompt.strip() else "Hello, world! " * 4
+        try:
+            rows = ttft_sweep(self.engine, text, LENGTHS,
+                              progress=lambda f, d: progress(f, desc=d))
+        except EngineError as exc:
+            raise gr.Error(str(exc)) from None
+        return speed.ttft_vs_length_chart(rows, lang=lang)

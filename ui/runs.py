@@ -1,0 +1,60 @@
+"""Per-visitor run control: a Stop flag per browser session, and trace files for download."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+
+from engine.trace import Trace
+
+
+class StopFlags:
+    """One threading.Event per session. Stop sets it; the engine checks it between steps, so the
+    run ends within one step and keeps everything produced so far."""
+
+    def __init__(self):
+        self._flags: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def start(self, session: str) -> threading.Event:
+        flag = threading.Event()
+        with self._lock:
+            old = self._flags.get(session)
+            if old is not None:
+                old.set()                 # a new run from the same tab ends the previous one
+            self._flags[session] = flag
+        return flag
+
+    def stop(self, session: str) -> None:
+        with self._lock:
+            flag = self._flags.get(session)
+        if flag is not None:
+            flag.set()
+
+    def end(self, session: str, flag: threading.Event) -> None:
+        with self._lock:
+            if self._flags.get(session) is flag:
+                del self._flags[session]
+
+    def __len__(self) -> int:
+        return len(self._flags)
+
+
+class TraceFiles:
+    """Trace JSON files written for download; the oldest are deleted beyond `keep`."""
+
+    def __init__(self, keep: int = 64):
+        self.folder = Path(tempfile.mkdtemp(prefix="tbt-traces-"))
+        self.keep = keep
+        self._lock = threading.Lock()
+
+    def write(self, trace: Trace) -> str:
+        path = self.folder / f"trace-{uuid.uuid4().hex[:12]}.json"
+        path.write_text(trace.to_json(), encoding="utf-8")
+        with self._lock:
+            files = sorted(self.folder.glob("trace-*.json"), key=lambda p: p.stat().st_mtime)
+            for old in files[:-self.keep]:
+                old.unlink(missing_ok=True)
+        return str(path)

@@ -1,0 +1,105 @@
+"""Trace + the visitor's selections -> values for the page's components, one function per chapter.
+
+Every function is cheap enough to call on each control change, and never raises for a trace that
+lacks something (attention off, logit lens off, a trace from another model): it shows why instead.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from engine.specs import kv_projection
+from engine.trace import Trace
+from viz import attention, decode, html, kv, sampling, speed
+from viz.labels import label
+from viz.notice import notice_chart
+
+AVERAGE = "average"
+
+
+def head_choices(heads: int) -> list[str]:
+    return [AVERAGE] + [str(h) for h in range(heads)]
+
+
+def head_index(choice: str | None) -> int | None:
+    return None if choice in (None, "", AVERAGE) else int(choice)
+
+
+def clamp(value, top: int) -> int:
+    try:
+        return max(0, min(int(value or 0), top))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _chart(draw, *args, lang: str):
+    """A chart, or a notice saying why it cannot be drawn (e.g. attention was not captured)."""
+    try:
+        return draw(*args, lang=lang)
+    except ValueError as exc:
+        return notice_chart(str(exc))
+
+
+# --- 1 Tokens -------------------------------------------------------------------------------
+def tokens_view(trace: Trace, comparison: tuple | None, selected: int | None, lang: str):
+    """Token chips of the templated prompt, and the raw prompt under two tokenizers side by side.
+    comparison: (our tokens, our name, other tokens, other name) for the raw prompt."""
+    return (html.prompt_html(trace, selected, lang=lang),
+            html.compare_html(*comparison, lang=lang) if comparison else "")
+
+
+# --- 2 Prefill ------------------------------------------------------------------------------
+def prefill_view(trace: Trace, layer, head, query, lang: str):
+    p = trace.prefill
+    facts = (f"**{p.tokens}** {label('prompt_tokens', lang)} · **{p.ms:.0f} ms** "
+             f"{label('one_forward_pass', lang)} · **{p.tokens_per_s:,.0f}** {label('tokens_per_s', lang)}"
+             if p else "")
+    layer = clamp(layer, trace.model.layers - 1)
+    return (facts, _chart(attention.heatmap, trace, layer, head_index(head), lang=lang),
+            _chart(attention.head_view, trace, layer, head_index(head), clamp(query, _mapped(trace) - 1),
+                   lang=lang))
+
+
+def _mapped(trace: Trace) -> int:
+    return trace.attention.prefill_tokens if trace.attention else len(trace.prompt.tokens)
+
+
+# --- 3 KV cache -----------------------------------------------------------------------------
+def kv_view(trace: Trace, lang: str):
+    rows = kv_projection(trace.model)
+    return (_chart(kv.kv_growth_chart, trace, lang=lang), _chart(kv.projection_chart, rows, lang=lang),
+            kv.projection_table(rows, lang=lang))
+
+
+# --- 4 Decode -------------------------------------------------------------------------------
+def decode_view(trace: Trace, step, layer, head, lang: str):
+    if not trace.steps:
+        empty = notice_chart(label("no_steps", lang))
+        return "", empty, empty, empty
+    step = clamp(step, len(trace.steps) - 1)
+    layer = clamp(layer, trace.model.layers - 1)
+    return (html.step_html(trace, step, lang=lang), _chart(decode.candidates_chart, trace, step, lang=lang),
+            _chart(attention.attention_row, trace, step, layer, head_index(head), lang=lang),
+            _chart(decode.lens_chart, trace, step, lang=lang))
+
+
+# --- 5 Speed --------------------------------------------------------------------------------
+def speed_view(trace: Trace, lang: str):
+    return (html.speed_html(trace, lang=lang), _chart(speed.timeline_chart, trace, lang=lang),
+            _chart(speed.step_times_chart, trace, lang=lang))
+
+
+# --- 8 Sampling -----------------------------------------------------------------------------
+def sampling_view(trace: Trace, step, temperature, top_k, top_p, seed, lang: str):
+    from engine.sampling import playground   # torch-side: the warpers are transformers' own
+    if not trace.steps:
+        return notice_chart(label("no_steps", lang)), ""
+    step = clamp(step, len(trace.steps) - 1)
+    try:
+        rows = playground(trace.steps[step].candidates, float(temperature), int(top_k), float(top_p),
+                          int(seed or 0))
+    except (TypeError, ValueError) as exc:
+        raise gr.Error(str(exc)) from None
+    settings = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "step": step}
+    return (_chart(sampling.playground_chart, rows, lang=lang),
+            sampling.survivors_html(rows, settings, lang=lang))

@@ -1,0 +1,104 @@
+"""Fact cards as HTML: nearest embedding neighbours, one decode step, and the speed figures.
+
+Numbers are the measured ones from the trace, formatted by viz.fmt; every trace text is escaped.
+"""
+
+from __future__ import annotations
+
+from engine.trace import Trace
+
+from .chips import chip_text, stop_text
+from .fmt import esc, fmt_bytes, fmt_ms, fmt_nats, fmt_p, fmt_rate, visible
+from .frames import step_of
+from .labels import label
+
+
+def _facts(rows: list[tuple[str, str]]) -> str:
+    """A two-column table; values are HTML that the caller already escaped."""
+    body = "".join(f"<tr><th>{esc(name)}</th><td>{value}</td></tr>" for name, value in rows)
+    return f'<table class="tbt-facts">{body}</table>'
+
+
+def _token(text: str, token_id: int) -> str:
+    return (f'<span class="tbt-tok" title="{esc(text)}">{chip_text(text)}</span> '
+            f'<span class="tbt-muted">id {int(token_id)}</span>')
+
+
+def neighbors_html(token: dict, neighbors: list[dict], lang: str = "en") -> str:
+    """token = {"id", "text"}; neighbors = [{"id", "text", "cosine"}], nearest first."""
+    title = label("neighbors_title", lang, token=f"“{visible(str(token['text']))}” (id {int(token['id'])})")
+    rows = "".join(
+        f'<tr><td class="tbt-num">{rank}</td><td>{_token(str(n["text"]), n["id"])}</td>'
+        f'<td class="tbt-num">{float(n["cosine"]):.3f}</td><td class="tbt-barcell"><span class="tbt-bar" '
+        f'style="width:{max(0.0, min(1.0, float(n["cosine"]))) * 100:.0f}%"></span></td></tr>'
+        for rank, n in enumerate(neighbors, start=1))
+    head = (f'<tr><th>{esc(label("rank", lang))}</th><th>{esc(label("token", lang))}</th>'
+            f'<th colspan="2">{esc(label("cosine", lang))}</th></tr>')
+    return (f'<div class="tbt tbt-neighbors"><div class="tbt-card-title">{esc(title)}</div>'
+            f'<table class="tbt-table">{head}{rows}</table></div>')
+
+
+def step_html(trace: Trace, step: int, lang: str = "en") -> str:
+    """The facts of one decode step: what was chosen, how sure the model was, what it cost."""
+    s = step_of(trace, step, lang)
+    phase = label("phase_thinking" if s.phase == "thinking" else "phase_answer", lang)
+    if s.forced:
+        phase += " · " + label("phase_forced", lang)
+    rows = [
+        (label("chosen", lang), _token(s.token, s.id)),
+        (label("phase", lang), esc(phase)),
+        (label("rank_of", lang), f"{s.chosen_rank + 1}"),
+        (label("p_model", lang), esc(fmt_p(s.chosen_p_model))),
+        (label("p_final", lang), esc(fmt_p(s.chosen_p_final))),
+        (label("entropy_final_nats", lang), esc(fmt_nats(s.entropy))),
+        (label("entropy_model_nats", lang), esc(fmt_nats(s.entropy_model))),
+        (label("step_ms", lang), esc(fmt_ms(s.ms))),
+        (label("forward_ms", lang), esc(fmt_ms(s.forward_ms))),
+        (label("kv_tokens", lang), f"{s.kv_tokens:,}"),
+        (label("kv_bytes", lang), esc(fmt_bytes(s.kv_bytes))),
+    ]
+    return (f'<div class="tbt tbt-step-card"><div class="tbt-card-title">'
+            f'{esc(label("step_title", lang, step=s.index))}</div>{_facts(rows)}</div>')
+
+
+def _card(name: str, value: str, definition: str, note: str = "") -> str:
+    note = f'<span class="tbt-muted"> {esc(note)}</span>' if note else ""
+    return (f'<div class="tbt-card"><div class="tbt-card-name">{esc(name)}</div>'
+            f'<div class="tbt-card-value">{esc(value)}{note}</div>'
+            f'<div class="tbt-card-def">{esc(definition)}</div></div>')
+
+
+def speed_html(trace: Trace, lang: str = "en") -> str:
+    """Cards for TTFT, TPOT, end-to-end, tokens/s and prefill, each with its definition.
+
+    While the run is going (summary None) TTFT and TPOT are computed from the steps so far.
+    """
+    summary, steps, prefill = trace.summary, trace.steps, trace.prefill
+    running = summary is None
+    ttft = summary.ttft_ms if summary else (steps[0].t_ms if steps else None)
+    if summary:
+        tpot, e2e, rate = summary.tpot_ms, summary.e2e_ms, summary.tokens_per_s
+    else:
+        tpot = (steps[-1].t_ms - steps[0].t_ms) / (len(steps) - 1) if len(steps) > 1 else None
+        e2e = rate = None
+    tpot_note = label("so_far", lang) if running and tpot is not None else (
+        label("tpot_needs_two", lang) if tpot is None else "")
+    n_prompt = prefill.tokens if prefill else len(trace.prompt.tokens)
+    cards = [
+        _card(label("ttft", lang), fmt_ms(ttft), label("def_ttft", lang)),
+        _card(label("tpot", lang), fmt_ms(tpot), label("def_tpot", lang), tpot_note),
+        _card(label("e2e", lang), fmt_ms(e2e) if not running else label("running", lang),
+              label("def_e2e", lang)),
+        _card(label("tokens_per_s", lang), fmt_rate(rate), label("def_rate", lang)),
+        _card(label("prefill_ms", lang), fmt_ms(prefill.ms if prefill else None),
+              label("def_prefill", lang, n=n_prompt)),
+        _card(label("prefill_rate", lang), fmt_rate(prefill.tokens_per_s if prefill else None),
+              label("def_prefill_rate", lang)),
+    ]
+    if summary and summary.time_to_first_answer_ms is not None:
+        cards.append(_card(label("ttfa", lang), fmt_ms(summary.time_to_first_answer_ms),
+                           label("def_ttfa", lang)))
+    foot = label("running", lang) if running else (label("new_tokens", lang, n=summary.new_tokens) + " · "
+                                 + stop_text(summary.stop_reason, lang))
+    return (f'<div class="tbt tbt-speed"><div class="tbt-cards">{"".join(cards)}</div>'
+            f'<div class="tbt-legend">{esc(foot)}</div></div>')

@@ -1,0 +1,53 @@
+"""The Altair theme: fonts large enough for a projector, CJK-capable font stack, quiet colours.
+
+Importing `viz` registers and enables it once (altair's theme registry is process-wide); after that,
+every chart's `to_dict()`/`to_json()` carries this config, including charts sent to `gr.Plot`.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+
+NAME = "token-by-token"
+FONT = ("Inter, 'Noto Sans', 'Noto Sans CJK SC', 'PingFang SC', 'Microsoft YaHei', "
+        "'Helvetica Neue', Arial, sans-serif")
+MONO = "'JetBrains Mono', 'Noto Sans Mono', 'Noto Sans Mono CJK SC', Menlo, Consolas, monospace"
+
+# Colours with a meaning, used by several charts (colour-blind safe pairs: blue/orange).
+BLUE = "#3a6fd8"      # the model's own distribution, prompt positions, measured values
+ORANGE = "#e8842c"    # after sampling transforms, generated positions, formula values
+PURPLE = "#8a5cc9"    # thinking phase
+GREY = "#b9bec7"      # removed / not chosen
+INK = "#1f2430"
+
+LABEL_SIZE = 13
+TITLE_SIZE = 14   # axis and legend titles
+CHART_TITLE_SIZE = 18
+
+
+def config() -> alt.theme.ThemeConfig:
+    axis = {"labelFontSize": LABEL_SIZE, "titleFontSize": TITLE_SIZE, "labelFont": FONT,
+            "titleFont": FONT, "titleFontWeight": "normal", "labelColor": INK, "titleColor": INK,
+            "gridColor": "#e6e8ec", "labelLimit": 180}
+    return {
+        "config": {
+            "font": FONT,
+            "axis": axis,
+            "legend": {"labelFontSize": LABEL_SIZE, "titleFontSize": TITLE_SIZE, "labelFont": FONT,
+                       "titleFont": FONT, "titleFontWeight": "normal", "labelLimit": 260},
+            "header": {"labelFontSize": TITLE_SIZE, "titleFontSize": TITLE_SIZE, "labelFont": FONT,
+                       "titleFont": FONT},
+            "title": {"fontSize": CHART_TITLE_SIZE, "subtitleFontSize": LABEL_SIZE, "font": FONT,
+                      "subtitleFont": FONT, "anchor": "start", "color": INK,
+                      "subtitleColor": "#555b66", "offset": 10},
+            "text": {"fontSize": LABEL_SIZE, "font": FONT},
+            "view": {"stroke": None},
+            "range": {"category": [BLUE, ORANGE, "#2e9e6b", PURPLE, "#d0455b", "#7a7f8c"]},
+            "background": "white",
+        }
+    }
+
+
+alt.theme.register(NAME, enable=True)(config)
+# Attention heatmaps of long prompts hold up to ~33k cells, over altair's default 5,000-row guard.
+alt.data_transformers.disable_max_rows()
