@@ -87,7 +87,7 @@ def build(engine: Engine) -> gr.Blocks:
             with gr.Tab("2 · Prefill", id="prefill"):
                 prefill_facts = gr.Markdown(elem_id="prefill-facts")
                 with gr.Row():
-                    layer = gr.Slider(0, info.layers - 1, value=0, step=1, label="Layer")
+                    layer = gr.Slider(0, info.layers - 1, value=0, step=1, label="Layer", elem_id="prefill-layer")
                     head = gr.Dropdown(head_choices(info.heads), value="average", label="Head")
                     query = gr.Slider(0, 255, value=0, step=1, label="Query token (head view)")
                 heatmap = gr.Plot(label="Attention map", show_label=False, elem_id="heatmap")
@@ -115,7 +115,7 @@ def build(engine: Engine) -> gr.Blocks:
                 with gr.Row():
                     s_step = gr.Slider(0, 1, value=0, step=1, label="Decode step")
                     s_temperature = gr.Slider(0, 3, value=1, step=0.05, label="Temperature")
-                    s_top_k = gr.Slider(0, 50, value=0, step=1, label="Top-k (0 = off)")
+                    s_top_k = gr.Slider(0, 50, value=0, step=1, label="Top-k (0 = off)", elem_id="s-top-k")
                     s_top_p = gr.Slider(0.01, 1, value=1, step=0.01, label="Top-p")
                     s_seed = gr.Number(value=0, precision=0, label="Seed", minimum=0)
                 playground = gr.Plot(label="The same candidates through each stage", show_label=False, elem_id="playground")

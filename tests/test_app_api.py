@@ -47,9 +47,11 @@ def test_four_clients_at_once_each_get_their_own_trace(app_url, engine):
 
 @pytest.mark.parametrize("prompt, overrides, message", [
     ("", {}, "empty"),
-    ("Hello", {"temperature": -1.0}, "temperature"),
-    ("Hello", {"top_p": 0.0}, "top_p"),
-    ("Hello", {"max_new_tokens": 0}, "max_new_tokens"),
+    # out-of-range slider values are refused by Gradio's own check, before our code runs
+    ("Hello", {"temperature": -1.0}, "less than minimum value 0"),
+    ("Hello", {"top_p": 0.0}, "less than minimum value 0.01"),
+    ("Hello", {"max_new_tokens": 0}, "less than minimum value 1"),
+    ("x" * 20_001, {}, "limit is 20,000"),
 ])
 def test_bad_input_gets_a_clear_message(client, prompt, overrides, message):
     with pytest.raises(Exception, match=message):

@@ -76,7 +76,7 @@ def open_tab(page, title: str, plots: list[str]) -> float:
     start = time.monotonic()
     page.get_by_role("tab", name=title).click()
     for selector in plots:
-        page.wait_for_selector(f"{selector} .vega-embed canvas, {selector} .vega-embed svg", timeout=30_000)
+        page.wait_for_selector(f"{selector} .vega-embed .marks", timeout=30_000)   # the drawn chart
         assert page.locator(f"{selector} .vega-embed .error, {selector} .error").count() == 0
     return time.monotonic() - start
 
@@ -139,3 +139,50 @@ def test_injected_html_stays_text(page, shots):
     assert page.locator("img[src='x']").count() == 0
     assert page.evaluate("() => [...document.querySelectorAll('script')].some(s => s.textContent.includes('alert(1)'))") is False
     assert "<script>" in page.inner_text("#prompt-chips").replace("␣", " ") or "script" in page.inner_text("#prompt-chips")
+
+
+PIXELS_JS = "(sel) => { const c = document.querySelector(sel + ' canvas.marks'); return c ? c.toDataURL() : ''; }"
+
+
+def pixels(page, selector: str) -> str:
+    """What a chart's canvas shows, to tell that it was redrawn."""
+    return page.evaluate(PIXELS_JS, selector)
+
+
+def test_controls_and_clicks_redraw_their_views(page, shots):
+    run_prompt(page, "Xiao Ming went to the supermarket and bought some apples. Then he", max_tokens=12)
+    # click a prompt token: its embedding and neighbours appear
+    page.locator("#prompt-chips .tbt-chip[data-index='25']").click()
+    page.wait_for_function("() => document.querySelector('#neighbors').innerText.includes('id 25') || "
+                           "document.querySelector('#neighbors').innerText.length > 0")
+    first_neighbors = page.inner_text("#neighbors")
+    page.locator("#prompt-chips .tbt-chip[data-index='30']").click()
+    page.wait_for_function("(before) => document.querySelector('#neighbors').innerText !== before",
+                           arg=first_neighbors, timeout=20_000)
+    # prefill: another layer and head redraw the heatmap
+    open_tab(page, "2 · Prefill", ["#heatmap"])
+    before = pixels(page, "#heatmap")
+    slider = page.locator("#prefill-layer input[type=number]")
+    slider.fill("7")
+    slider.press("Enter")
+    page.wait_for_function(f"(b) => ({PIXELS_JS})('#heatmap') !== b", arg=before, timeout=20_000)
+    # click a generated token: the decode chapter jumps to that step
+    page.locator("#output .tbt-step[data-step='3']").click()
+    open_tab(page, "4 · Decode", ["#candidates"])
+    page.wait_for_function("() => document.querySelector('#step input[type=number]').value === '3'",
+                           timeout=20_000)
+    page.wait_for_function("() => document.querySelector('#step-facts').innerText.includes('3')")
+    # sampling: a hotter temperature redraws the playground
+    open_tab(page, "8 · Sampling", ["#playground"])
+    before = page.inner_text("#survivors")
+    box = page.locator("#s-top-k input[type=number]")
+    box.fill("3")
+    box.press("Enter")
+    page.wait_for_function("(b) => document.querySelector('#survivors').innerText !== b", arg=before,
+                           timeout=20_000)
+    page.screenshot(path=str(shots / "sampling-top-k-3.png"), full_page=True)
+    # speed: TTFT at several prompt lengths
+    open_tab(page, "5 · Speed", ["#timeline"])
+    page.click("#sweep")
+    page.wait_for_selector("#sweep-plot .vega-embed .marks", timeout=120_000)
+    page.screenshot(path=str(shots / "speed-sweep.png"), full_page=True)

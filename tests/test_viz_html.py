@@ -135,3 +135,11 @@ def test_survivors_count_each_stage():
     assert f"{kept_k} of {len(rows)}" in page and f"{kept_p} of {len(rows)}" in page
     assert page.count("tbt-removed-k") == len(rows) - kept_k + 1  # + the legend
     assert "tbt-chosen" in page
+
+
+def test_output_groups_byte_fragments_into_their_character():
+    trace = load("trace_zh.json")
+    page = views.output_html(trace)
+    # "什" arrives as two generated tokens: one box shows the character, its two tokens below it
+    assert page.count('class="tbt-group"') == 2          # 什 and 么; the cut-off last token stays alone
+    assert '<span class="tbt-chars">什</span>' in page

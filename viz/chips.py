@@ -135,8 +135,8 @@ def p_colour(p: float) -> str:
     return f"hsl(28, 92%, {58 + 38 * p:.0f}%)"
 
 
-def _step_chip(s: Step, selected: int | None, lang: str) -> str:
-    partial = s.text == ""  # a byte piece of a character that the next step completes
+def _step_chip(s: Step, selected: int | None, lang: str, piece: bool = False) -> str:
+    partial = s.text == "" or piece  # a byte piece of a character: show the token, not the text
     classes = "tbt-step" + (" tbt-forced" if s.forced else "") + (" tbt-partial" if partial else "") + (
         " tbt-selected" if s.index == selected else "")
     notes = [label(key, lang) for key, on in (("partial_char", partial), ("forced", s.forced)) if on]
@@ -146,17 +146,38 @@ def _step_chip(s: Step, selected: int | None, lang: str) -> str:
             f'</span>' + (BREAK if s.text.endswith("\n") else ""))
 
 
+def _is_fragment(s: Step) -> bool:
+    """True for a token holding only part of a multi-byte character."""
+    try:
+        bytes.fromhex(s.bytes_hex).decode("utf-8")
+        return False
+    except (UnicodeDecodeError, ValueError):
+        return True
+
+
 def output_html(trace: Trace, selected: int | None = None, lang: str = "en") -> str:
     """The generated text, one chip per step, thinking apart from the answer; a caret while running.
 
     Called after every generated token, so it is one pass over the steps and string joins.
     """
     blocks: list[tuple[str, list[str]]] = []
+    pieces: list[Step] = []   # byte fragments waiting for the step that completes their character
     for s in trace.steps:
         kind = "thinking" if s.phase == "thinking" else "answer"
         if not blocks or blocks[-1][0] != kind:
             blocks.append((kind, []))
-        blocks[-1][1].append(_step_chip(s, selected, lang))
+        if s.text == "" and _is_fragment(s):
+            pieces.append(s)
+            continue
+        if pieces:   # one box: the character(s) on top, the tokens that formed them below
+            chips = "".join(_step_chip(p, selected, lang, piece=True) for p in pieces + [s])
+            blocks[-1][1].append(f'<span class="tbt-group" title="{esc(s.text)}"><span class="tbt-chars">'
+                                 f'{chip_text(s.text)}</span><span class="tbt-pieces">{chips}</span></span>')
+            pieces = []
+        else:
+            blocks[-1][1].append(_step_chip(s, selected, lang))
+    if pieces:   # a character still incomplete (the run is going on, or was cut off mid-character)
+        blocks[-1][1].extend(_step_chip(p, selected, lang) for p in pieces)
     if trace.summary is None:  # still running: a blinking caret where the next token will land
         if not blocks:
             blocks.append(("answer", []))
