@@ -34,6 +34,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--logit-lens", action="store_true", help="record each layer's top guess per step")
     t.add_argument("--no-cache", action="store_true", help="recompute the whole sequence every step")
     t.add_argument("--no-chat-template", action="store_true", help="send the raw prompt")
+    t.add_argument("--mode", choices=["normal", "reasoning"], default="normal")
+    t.add_argument("--thinking-budget", type=int, default=0,
+                   help="max thinking tokens in reasoning mode (0: normal mode)")
     t.add_argument("--out", required=True, help="where to write the trace JSON")
 
     b = sub.add_parser("bench", help="engine vs model.generate, measured in one run")
@@ -41,6 +44,18 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--new-tokens", type=int, default=64)
     b.add_argument("--repeats", type=int, default=3)
     b.add_argument("--json", action="store_true", help="print JSON only")
+
+    lab = sub.add_parser("lab", help="acceleration lab: KV cache, attention kernels, weight formats, roofline")
+    _model_args(lab)
+    lab.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (tests)")
+    lab.add_argument("--only", default=None, help="comma list of experiments: kv_cache,attention,weights,roofline")
+    lab.add_argument("--json", action="store_true", help="print JSON only")
+
+    ev = sub.add_parser("eval", help="accuracy and time on the built-in questions at several thinking budgets")
+    _model_args(ev)
+    ev.add_argument("--budgets", default="0,64,256", help="comma list of thinking budgets (0 = normal mode)")
+    ev.add_argument("--limit", type=int, default=None, help="use only the first N questions")
+    ev.add_argument("--json", action="store_true", help="print JSON only")
     return top
 
 
@@ -53,8 +68,17 @@ def main(argv: list[str] | None = None) -> int:
                              attn_implementation=args.attn)
         if args.command == "trace":
             return _trace(engine, args)
-        from .bench import bench
-        result = bench(engine, new_tokens=args.new_tokens, repeats=args.repeats)
+        if args.command == "lab":
+            from .lab import run_lab
+            only = args.only.split(",") if args.only else None
+            result = run_lab(engine, quick=args.quick, only=only)
+        elif args.command == "eval":
+            from .evaluation import evaluate
+            budgets = [int(b) for b in args.budgets.split(",")]
+            result = evaluate(engine, budgets, limit=args.limit)
+        else:
+            from .bench import bench
+            result = bench(engine, new_tokens=args.new_tokens, repeats=args.repeats)
         print(json.dumps(result, indent=None if args.json else 2))
         return 0
     except EngineError as exc:
@@ -68,7 +92,8 @@ def _trace(engine, args) -> int:
     settings = Settings(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                         top_k=args.top_k, top_p=args.top_p, seed=args.seed, attention=args.attention,
                         logit_lens=args.logit_lens, use_cache=not args.no_cache,
-                        chat_template=not args.no_chat_template)
+                        chat_template=not args.no_chat_template, mode=args.mode,
+                        thinking_budget=args.thinking_budget)
     trace = run_trace(engine, args.prompt, settings)
     Path(args.out).write_text(trace.to_json(), encoding="utf-8")
     s = trace.summary

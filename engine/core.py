@@ -16,6 +16,7 @@ from .clock import now_ms
 from .errors import InvalidRequest
 from .hooks import Capture, final_norm, hooked
 from .loading import LoadedModel, load
+from .reasoning import thinking_style
 from .request import Limits
 from .tokens import TokenBytes, printable
 from .trace import LensGuess, Settings
@@ -33,6 +34,7 @@ class Engine:
         eos = self.model.generation_config.eos_token_id
         eos = eos if isinstance(eos, list) else [eos]
         self.eos_ids = {int(e) for e in eos + [self.tokenizer.eos_token_id] if e is not None}
+        self.thinking_style = thinking_style(self.tokenizer)   # switch / tags / scaffold
 
     @classmethod
     def load(cls, model_id: str | None = None, limits: Limits | None = None, **kwargs) -> Engine:

@@ -22,6 +22,7 @@ from .core import Engine
 from .hooks import Capture
 from .kv_cache import cache_bytes, cache_tokens
 from .packed import PackedRows
+from .reasoning import Thinking, reasoning_on, template_text
 from .request import check_length, check_settings, clean_prompt
 from .sampling import choose, warpers
 from .tokens import TextStream, prompt_tokens
@@ -39,7 +40,7 @@ def stream_trace(engine: Engine, prompt: str, settings: Settings | None = None,
     start = now_ms(engine.device)                      # request start: TTFT counts from here
     settings = check_settings(settings or Settings(), engine.limits)
     prompt = clean_prompt(prompt, engine.limits)
-    templated = engine.apply_template(prompt, settings)
+    templated = template_text(engine, prompt, settings, engine.thinking_style)
     ids = engine.encode(templated, templated=settings.chat_template)
     check_length(len(ids), settings, engine.limits, engine.info.context_length)
     trace = Trace(
@@ -47,7 +48,8 @@ def stream_trace(engine: Engine, prompt: str, settings: Settings | None = None,
         prompt=Prompt(raw=prompt, templated=templated,
                       tokens=prompt_tokens(engine.token_bytes, templated, ids),
                       raw_token_count=len(engine.encode(prompt, templated=True))),
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        reasoning=engine.thinking_style if reasoning_on(settings) else None)
     run = Run(engine, trace, ids, start, cancel or threading.Event())
     return run.events()
 
@@ -78,6 +80,7 @@ class Run:
         self.last_ready = start
         self.attention_bytes = 0
         self.capture_attention = s.attention
+        self.thinking = Thinking(engine, s, engine.thinking_style, trace.prompt.templated)
 
     def events(self) -> Generator[Event, None, Trace]:
         trace = self.trace
@@ -128,15 +131,25 @@ class Run:
     def emit(self, logits: torch.Tensor, forward_ms: float, capture: Capture) -> str | None:
         """Choose a token from `logits`, record the step, and say why to stop (None: go on)."""
         engine, s = self.engine, self.trace.settings
-        choice = choose(logits, s, self.chain, torch.tensor([self.ids]), self.generator, engine.text_of)
+        context = torch.tensor([self.ids])
+        forced = self.thinking.forced_token(sampled_is_eos=False)
+        choice = choose(logits, s, self.chain, context, self.generator, engine.text_of,
+                        force=forced[0] if forced else None)
+        if forced is None and choice.token_id in engine.eos_ids:
+            forced = self.thinking.forced_token(sampled_is_eos=True)   # no ending while still thinking
+            if forced is not None:
+                choice = choose(logits, s, self.chain, context, self.generator, engine.text_of, force=forced[0])
         token = choice.token_id
         self.ids.append(token)
         raw = engine.token_bytes.bytes_of(token)
         special = token in engine.token_bytes.special_ids
+        text = "" if special else self.text.push(raw)
+        phase = self.thinking.phase_of(engine.text_of(token) if special else text,
+                                       forced[1] if forced else None)
         ready = now_ms(engine.device)
         step = Step(
-            index=len(self.trace.steps), id=token, token=engine.text_of(token),
-            text="" if special else self.text.push(raw), bytes_hex=raw.hex(), phase="answer",
+            index=len(self.trace.steps), id=token, token=engine.text_of(token), text=text,
+            bytes_hex=raw.hex(), phase=phase, forced=forced is not None,
             ms=ready - self.last_ready, t_ms=ready - self.start, forward_ms=forward_ms,
             candidates=choice.candidates, chosen_rank=choice.rank, chosen_p_model=choice.p_model,
             chosen_p_final=choice.p_final, entropy=choice.entropy, entropy_model=choice.entropy_model,
@@ -178,4 +191,6 @@ class Run:
             tokens_per_s=n / e2e * 1000 if e2e > 0 else 0.0, new_tokens=n, stop_reason=reason,
             kv_bytes_final=cache_bytes(self.cache),
             answer_tokens=sum(st.phase == "answer" for st in steps),
-            thinking_tokens=sum(st.phase == "thinking" for st in steps))
+            thinking_tokens=sum(st.phase == "thinking" for st in steps),
+            time_to_first_answer_ms=next((st.t_ms for st in steps if st.phase == "answer" and not st.forced),
+                                         None))

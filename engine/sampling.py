@@ -42,11 +42,13 @@ class Choice:
 
 
 def choose(logits: torch.Tensor, settings: Settings, chain: LogitsProcessorList,
-           input_ids: torch.Tensor, generator: torch.Generator | None, text_of) -> Choice:
-    """Pick one token from `logits` ([vocab], float32) and describe the choice."""
+           input_ids: torch.Tensor, generator: torch.Generator | None, text_of,
+           force: int | None = None) -> Choice:
+    """Pick one token from `logits` ([vocab], float32) and describe the choice. `force` names a
+    token the engine inserts instead (budget forcing); the RNG is then left untouched."""
     logp_model = torch.log_softmax(logits, dim=-1)
-    if settings.temperature == 0:                       # greedy: the top score wins outright
-        token = int(torch.argmax(logits))
+    if settings.temperature == 0 or force is not None:  # greedy: the top score wins outright
+        token = int(torch.argmax(logits)) if force is None else int(force)
         logp_final = torch.full_like(logits, float("-inf"))
         logp_final[token] = 0.0
     else:

@@ -162,6 +162,7 @@ class Trace:
     steps: list[Step] = field(default_factory=list)
     summary: Summary | None = None
     attention: Attention | None = None
+    reasoning: str | None = None    # None (normal), or how thinking was produced: switch/tags/scaffold
     created: str = ""
     schema: str = SCHEMA
 

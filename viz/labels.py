@@ -230,6 +230,14 @@ LABELS: dict[str, dict[str, str]] = {
     "embedding_of": {"en": "Embedding of", "zh": "嵌入向量："},
 }
 
+# Chapters with many words keep them in their own modules.
+from .labels_lab import LAB  # noqa: E402
+from .labels_reasoning import REASONING  # noqa: E402
+
+assert not (LAB.keys() & LABELS.keys()) and not (REASONING.keys() & LABELS.keys()), "duplicate label keys"
+LABELS.update(LAB)
+LABELS.update(REASONING)
+
 
 def label(key: str, lang: str = "en", **values: object) -> str:
     """The text for `key` in `lang` ("en" or "zh"), with `{placeholders}` filled from `values`."""

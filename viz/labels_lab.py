@@ -1,0 +1,3 @@
+"""Labels of the acceleration lab (chapter 6), merged into viz.labels.LABELS."""
+
+LAB: dict[str, dict[str, str]] = {}
