@@ -15,7 +15,9 @@ from pathlib import Path
 import gradio as gr
 
 from engine import Engine
+from ui import reasoning_tab
 from ui.actions import Actions
+from ui.runs import ENGINE_CONCURRENCY
 from viz import html
 from viz.css import CSS
 from ui.views import (decode_view, head_choices, kv_view, prefill_view, sampling_view, speed_view,
@@ -44,7 +46,6 @@ def build(engine: Engine) -> gr.Blocks:
     actions = Actions(engine)
     info, limits = engine.info, engine.limits
     examples = json.loads((ASSETS / "examples.json").read_text(encoding="utf-8"))
-    concurrency = int(os.environ.get("TBT_CONCURRENCY", "2"))
 
     with gr.Blocks(title="Token by Token", delete_cache=(1800, 3600)) as demo:
         trace = gr.State(None)
@@ -111,6 +112,8 @@ def build(engine: Engine) -> gr.Blocks:
                 step_times = gr.Plot(label="Time per step", show_label=False, elem_id="step-times")
                 sweep_btn = gr.Button("Measure TTFT at several prompt lengths", elem_id="sweep")
                 sweep_plot = gr.Plot(label="TTFT vs prompt length", show_label=False, elem_id="sweep-plot")
+            with gr.Tab("7 · Reasoning", id="reasoning"):
+                reasoning_tab.build(engine, lang)
             with gr.Tab("8 · Sampling", id="sampling"):
                 with gr.Row():
                     s_step = gr.Slider(0, 1, value=0, step=1, label="Decode step")
@@ -151,7 +154,7 @@ def build(engine: Engine) -> gr.Blocks:
         render_in = [trace, layer, head, query, d_layer, d_head, s_temperature, s_top_k, s_top_p, s_seed, lang]
         run_event = gr.on([run_btn.click, prompt.submit], actions.run,
                           inputs=[prompt, *settings_in, lang], outputs=[trace, output, status, prompt_chips],
-                          concurrency_limit=concurrency, concurrency_id="engine", api_visibility="private")
+                          concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine", api_visibility="private")
         run_event.then(render_all, render_in, views, api_visibility="private")
         stop_btn.click(actions.stop, None, None, queue=False, api_visibility="private")
         upload.upload(actions.load, upload, trace, api_visibility="private").success(
@@ -187,14 +190,14 @@ def build(engine: Engine) -> gr.Blocks:
         for control in (s_step, s_temperature, s_top_k, s_top_p, s_seed):
             control.input(lambda t, *a: sampling_view(t, *a) if t else [gr.skip()] * 2, sampling_in,
                           [playground, survivors], api_visibility="private")
-        sweep_btn.click(actions.sweep, [prompt, lang], sweep_plot, concurrency_limit=concurrency,
+        sweep_btn.click(actions.sweep, [prompt, lang], sweep_plot, concurrency_limit=ENGINE_CONCURRENCY,
                         concurrency_id="engine", api_visibility="private")
 
         # The documented API: prompt + settings in, Trace JSON file out.
         api_file = gr.File(visible=False)
         api_btn = gr.Button(visible=False)
         api_btn.click(actions.api_trace, [prompt, *settings_in], api_file, api_name="trace",
-                      concurrency_limit=concurrency, concurrency_id="engine")
+                      concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine")
     return demo
 
 

@@ -57,3 +57,13 @@ def test_bad_input_gets_a_clear_message(client, prompt, overrides, message):
     with pytest.raises(Exception, match=message):
         call_trace(client, prompt, **overrides)
     assert call_trace(client, "Hi").steps      # the server keeps serving
+
+
+def test_compare_endpoint_returns_both_traces(client):
+    normal_path, reasoning_path = client.predict(prompt="What is 17 + 25?", thinking_budget=16,
+                                                 answer_tokens=16, api_name="/compare")
+    normal = Trace.from_json(open(normal_path, encoding="utf-8").read())
+    reasoning = Trace.from_json(open(reasoning_path, encoding="utf-8").read())
+    assert normal.reasoning is None and reasoning.reasoning == "scaffold"
+    assert reasoning.summary.thinking_tokens >= 16
+    assert reasoning.summary.time_to_first_answer_ms > normal.summary.ttft_ms

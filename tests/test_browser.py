@@ -186,3 +186,19 @@ def test_controls_and_clicks_redraw_their_views(page, shots):
     page.click("#sweep")
     page.wait_for_selector("#sweep-plot .vega-embed .marks", timeout=120_000)
     page.screenshot(path=str(shots / "speed-sweep.png"), full_page=True)
+
+
+def test_reasoning_columns_stream_side_by_side(page, shots):
+    page.get_by_role("tab", name="7 · Reasoning").click()
+    page.fill("#r-prompt textarea", "What is 17 + 25?")
+    page.click("#r-run")
+    # both columns have text while both runs are still going (neither waits for the other)
+    page.wait_for_function(
+        "() => ['#r-normal', '#r-reasoning'].every(id => { const el = document.querySelector(id);"
+        " return el && el.querySelector('.tbt-caret') && el.querySelector('.tbt-prose') &&"
+        " el.querySelector('.tbt-prose').innerText.trim().length > 0; })", timeout=60_000)
+    page.screenshot(path=str(shots / "reasoning-streaming.png"), full_page=True)
+    page.wait_for_selector("#r-timeline .vega-embed .marks", timeout=180_000)
+    assert "scaffolded thinking" in page.inner_text("#r-reasoning")
+    assert page.locator("#r-reasoning details.tbt-thinking").count() == 1
+    page.screenshot(path=str(shots / "reasoning.png"), full_page=True)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 import threading
 import uuid
 from pathlib import Path
 
 from engine.trace import Trace
+
+# Runs that may be in flight on the one shared engine; their steps interleave under its lock.
+ENGINE_CONCURRENCY = int(os.environ.get("TBT_CONCURRENCY", "2"))
 
 
 class StopFlags:

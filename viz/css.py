@@ -68,4 +68,11 @@ CSS = """
 .tbt-removed-k { background: #eceef2; color: #9aa0aa; text-decoration: line-through; }
 .tbt-removed-p { background: #f1f2f4; color: #9aa0aa; border: 1px dashed #b9bec7; }
 .tbt-chosen { outline: 2px solid #1f2430; }
+.tbt-reasoning .tbt-badge { display: inline-block; font-size: 13px; padding: 2px 8px; border-radius: 10px;
+  background: #f0eafa; color: #5b3a8c; margin-bottom: 8px; }
+.tbt-reasoning summary { cursor: pointer; font-style: normal; color: #8a5cc9; font-size: 13px; }
+.tbt-prose { white-space: pre-wrap; font-size: 16px; line-height: 1.45; }
+.tbt-reasoning .tbt-thinking .tbt-prose { color: #5b5f6b; }
+.tbt-forced-text { border-bottom: 2px dashed #9aa0aa; color: #6b7280; }
+.tbt-note { font-size: 13px; color: #6b7280; margin-top: 6px; }
 """

@@ -1,0 +1,109 @@
+"""Reasoning mode: thinking detected from real chat templates, phases, budget forcing, eval."""
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from engine import Engine, Settings, run_trace
+from engine.evaluation import QUESTIONS, answer_text, evaluate, is_correct
+from engine.loading import LoadedModel
+from engine.reasoning import CLOSE, FORCED_CLOSE, thinking_style
+
+TEMPLATES = Path(__file__).parent / "fixtures" / "chat_templates"
+
+
+def with_template(engine, name: str) -> Engine:
+    """The same weights, with a tokenizer whose chat template is one of the fixtures."""
+    tokenizer = copy.deepcopy(engine.tokenizer)
+    tokenizer.chat_template = (TEMPLATES / name).read_text(encoding="utf-8")
+    return Engine(LoadedModel(engine.model, tokenizer, engine.info), engine.limits)
+
+
+def test_thinking_style_comes_from_the_chat_template(engine):
+    assert thinking_style(engine.tokenizer) == "scaffold"            # SmolLM2: no thinking of its own
+    assert with_template(engine, "qwen3.jinja").thinking_style == "switch"
+    assert with_template(engine, "deepseek_r1_distill.jinja").thinking_style == "tags"
+    no_template = copy.deepcopy(engine.tokenizer)
+    no_template.chat_template = None
+    assert thinking_style(no_template) == "scaffold"
+
+
+def thinking_checks(trace, budget: int, close_tokens: int):
+    steps, s = trace.steps, trace.summary
+    first_answer = next(i for i, st in enumerate(steps) if st.phase == "answer" and not st.forced)
+    assert 1 <= first_answer and all(st.phase == "thinking" for st in steps[:first_answer] if not st.forced)
+    assert s.time_to_first_answer_ms > s.ttft_ms
+    thought = "".join(st.text for st in steps[:first_answer])
+    assert CLOSE in thought                                           # closed before the answer
+    assert all(st.phase == "answer" for st in steps[first_answer:])
+    chosen_thinking = sum(st.phase == "thinking" and not st.forced for st in steps)
+    assert chosen_thinking <= budget
+    assert s.thinking_tokens <= budget + close_tokens
+
+
+def test_scaffolded_reasoning_on_the_default_model(engine):
+    budget = 24
+    trace = run_trace(engine, "What is 17 + 25?",
+                      Settings(max_new_tokens=budget + 24, mode="reasoning", thinking_budget=budget))
+    assert trace.reasoning == "scaffold"
+    assert trace.prompt.templated.rstrip().endswith("Let me think step by step.")
+    thinking_checks(trace, budget, len(engine.encode(FORCED_CLOSE, templated=True)))
+    assert any(st.forced for st in trace.steps)
+    normal = run_trace(engine, "What is 17 + 25?", Settings(max_new_tokens=24))
+    assert normal.reasoning is None and {st.phase for st in normal.steps} == {"answer"}
+    assert normal.summary.time_to_first_answer_ms == normal.summary.ttft_ms
+
+
+def test_budget_zero_means_normal_mode(engine):
+    trace = run_trace(engine, "Hi", Settings(max_new_tokens=4, mode="reasoning", thinking_budget=0))
+    assert trace.reasoning is None and "<think>" not in trace.prompt.templated
+
+
+def test_native_switch_template(engine):
+    qwen = with_template(engine, "qwen3.jinja")
+    on = run_trace(qwen, "What is 2 + 2?", Settings(max_new_tokens=6, mode="reasoning", thinking_budget=4))
+    off = run_trace(qwen, "What is 2 + 2?", Settings(max_new_tokens=6))
+    assert on.reasoning == "switch"
+    assert on.prompt.templated.endswith("<|im_start|>assistant\n")           # the model opens <think> itself
+    assert off.prompt.templated.endswith("<think>\n\n</think>\n\n")          # pre-closed: no thinking
+
+
+def test_native_tags_template_forces_the_close(engine):
+    r1 = with_template(engine, "deepseek_r1_distill.jinja")
+    budget = 12
+    trace = run_trace(r1, "What is 2 + 2?",
+                      Settings(max_new_tokens=budget + 16, mode="reasoning", thinking_budget=budget))
+    assert trace.reasoning == "tags" and trace.prompt.templated.endswith("<think>\n")
+    thinking_checks(trace, budget, len(engine.encode(FORCED_CLOSE, templated=True)))
+    normal = run_trace(r1, "What is 2 + 2?", Settings(max_new_tokens=4))
+    assert normal.prompt.templated.endswith("</think>\n\n")
+
+
+@pytest.mark.parametrize("question, answer, ok", [
+    (QUESTIONS[0], " The answer is 42.", True),
+    (QUESTIONS[0], "41 or 42", False),
+    (QUESTIONS[5], "2,500 grams", True),
+    (QUESTIONS[8], "It will be Thursday, not Friday.", True),
+    (QUESTIONS[8], "Friday. Thursday is wrong", False),
+    (QUESTIONS[9], "Yes, 17 is prime", True),
+    (QUESTIONS[-1], "两天后是星期五。", True),
+    (QUESTIONS[-1], "星期四", False),
+])
+def test_answer_checking(question, answer, ok):
+    assert is_correct(question, answer) is ok
+
+
+def test_eval_measures_each_budget(engine):
+    result = evaluate(engine, [0, 8], limit=2, answer_tokens=12)
+    assert [b["budget"] for b in result["budgets"]] == [0, 8]
+    for row in result["budgets"]:
+        assert row["questions"] == 2 and 0 <= row["accuracy"] <= 1 and row["mean_e2e_ms"] > 0
+    assert result["budgets"][1]["mean_thinking_tokens"] > 0 == result["budgets"][0]["mean_thinking_tokens"]
+    assert set(result["questions"][0]["results"]) == {"0", "8"}
+
+
+def test_answer_text_leaves_out_forced_cues(engine):
+    trace = run_trace(engine, "What is 9 times 8?", Settings(max_new_tokens=20, mode="reasoning",
+                                                             thinking_budget=6))
+    assert "Final answer:" not in answer_text(trace)

@@ -1,0 +1,173 @@
+"""Chapter 7: the same prompt in normal and reasoning mode, streaming side by side, and accuracy
+against thinking budget on the built-in questions."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import gradio as gr
+
+from engine import EngineError, stream_trace
+from engine.evaluation import QUESTIONS, evaluate
+from engine.trace import Settings
+from viz import reasoning as rviz
+from viz.notice import notice_chart
+
+from .runs import ENGINE_CONCURRENCY, StopFlags, TraceFiles
+
+RECORDED = Path(__file__).resolve().parent.parent / "assets" / "eval" / "smollm2-cpu.json"
+EXAMPLES = [["What is 17 + 25?"], ["Tom has 5 apples and buys 7 more. How many apples does he have now?"],
+            ["小明有 12 个苹果，吃掉了 5 个，还剩几个？"], ["今天是星期三，两天后是星期几？"]]
+BUDGETS = [0, 16, 32, 64, 128, 256]
+STREAM_INTERVAL_S = 0.15
+
+
+def settings_pair(budget, answer_tokens) -> tuple[Settings, Settings]:
+    budget, answer_tokens = int(budget), int(answer_tokens)
+    return (Settings(max_new_tokens=answer_tokens),
+            Settings(max_new_tokens=budget + answer_tokens, mode="reasoning", thinking_budget=budget))
+
+
+def interleave(engine, prompt, budget, answer_tokens, cancel=None):
+    """Step both runs in turn on the one engine; yields (normal trace, reasoning trace, finished)."""
+    normal, reasoning = settings_pair(budget, answer_tokens)
+    runs = [stream_trace(engine, prompt, normal, cancel), stream_trace(engine, prompt, reasoning, cancel)]
+    traces, live = [None, None], [True, True]
+    try:
+        while any(live):
+            for i, run in enumerate(runs):
+                if live[i]:
+                    try:
+                        traces[i] = next(run).trace
+                    except StopIteration:
+                        live[i] = False
+            yield traces[0], traces[1], not any(live)
+    finally:
+        for run in runs:
+            run.close()
+
+
+class ReasoningTab:
+    def __init__(self, engine):
+        self.engine = engine
+        self.flags = StopFlags()
+        self.files = TraceFiles()
+
+    def stream_both(self, prompt, budget, answer_tokens, lang, request: gr.Request):
+        session = request.session_hash if request else "anonymous"
+        flag = self.flags.start(session)
+        shown = 0.0
+        try:
+            for normal, reasoning, finished in interleave(self.engine, prompt, budget, answer_tokens, flag):
+                if not finished and time.monotonic() - shown < STREAM_INTERVAL_S:
+                    continue
+                shown = time.monotonic()
+                chart = rviz.compare_timeline(normal, reasoning, lang) if finished else gr.skip()
+                yield (rviz.reasoning_html(normal, lang), rviz.reasoning_html(reasoning, lang),
+                       rviz.comparison_table(normal, reasoning, lang), chart)
+        except EngineError as exc:
+            raise gr.Error(str(exc)) from None
+        finally:
+            self.flags.end(session, flag)
+
+    def api_compare(self, prompt: str, thinking_budget: float, answer_tokens: float):
+        """Both runs to the end; returns the normal and the reasoning Trace as JSON files."""
+        try:
+            for normal, reasoning, _ in interleave(self.engine, prompt, thinking_budget, answer_tokens):
+                pass
+        except EngineError as exc:
+            raise gr.Error(str(exc)) from None
+        return self.files.write(normal), self.files.write(reasoning)
+
+    def run_eval(self, budgets, limit, lang, request: gr.Request, progress=gr.Progress()):
+        if not budgets:
+            raise gr.Error("choose at least one thinking budget")
+        session = request.session_hash if request else "anonymous"
+        flag = self.flags.start(session)
+        try:
+            result = evaluate(self.engine, sorted(int(b) for b in budgets), limit=int(limit),
+                              progress=lambda f, d: progress(f, desc=d), cancel=flag)
+        except EngineError as exc:
+            raise gr.Error(str(exc)) from None
+        finally:
+            self.flags.end(session, flag)
+        return (*self.eval_views(result, lang), self.export(result))
+
+    @staticmethod
+    def eval_views(result: dict | None, lang: str):
+        if not result or not result.get("budgets"):
+            return notice_chart("No evaluation yet: press the button."), None
+        return rviz.eval_chart(result, lang), rviz.eval_table(result, lang)
+
+    @staticmethod
+    def export(result: dict) -> str:
+        with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="tbt-eval-", delete=False,
+                                         encoding="utf-8") as f:
+            json.dump(result, f, ensure_ascii=False, indent=1)
+        return f.name
+
+    def stop(self, request: gr.Request):
+        if request:
+            self.flags.stop(request.session_hash)
+
+
+def recorded_result() -> dict | None:
+    try:
+        return json.loads(RECORDED.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def build(engine, lang) -> None:
+    tab = ReasoningTab(engine)
+    gr.Markdown("Reasoning models first write a chain of thought, then the answer: the first *answer* "
+                "token comes later, and the answer is often better. Both runs below use this model on "
+                "this machine, stepped in turn on one engine (so each also waits for the other's steps).")
+    with gr.Row():
+        prompt = gr.Textbox(label="Prompt", value=EXAMPLES[0][0], lines=2, scale=3, elem_id="r-prompt")
+        budget = gr.Slider(8, 512, value=64, step=8, label="Thinking budget (tokens)", scale=2,
+                           elem_id="r-budget")
+        answer_tokens = gr.Slider(8, 256, value=48, step=8, label="Answer tokens", scale=2)
+    gr.Examples(EXAMPLES, inputs=prompt, label="Examples")
+    with gr.Row():
+        run = gr.Button("Run both", variant="primary", elem_id="r-run")
+        stop = gr.Button("Stop", variant="stop", elem_id="r-stop")
+    with gr.Row(equal_height=False):
+        with gr.Column():
+            gr.Markdown("### Normal")
+            normal_html = gr.HTML(elem_id="r-normal")
+        with gr.Column():
+            gr.Markdown("### Reasoning")
+            reasoning_html = gr.HTML(elem_id="r-reasoning")
+    table = gr.Dataframe(label="Measured, side by side", interactive=False, elem_id="r-table")
+    timeline = gr.Plot(show_label=False, elem_id="r-timeline")
+
+    gr.Markdown("### Test-time compute\nMore thinking tokens, better answers? The built-in set has "
+                f"{len(QUESTIONS)} questions with checkable answers (arithmetic, units, simple logic; "
+                "English and Chinese). The chart opens on a result recorded with "
+                "`python -m engine eval`; the button measures it again here.")
+    with gr.Row():
+        budgets = gr.CheckboxGroup(BUDGETS, value=[0, 32, 128], label="Thinking budgets", elem_id="r-budgets")
+        limit = gr.Slider(2, len(QUESTIONS), value=len(QUESTIONS), step=1, label="Questions")
+        eval_btn = gr.Button("Measure accuracy", elem_id="r-eval")
+    recorded = recorded_result()
+    chart, rows = ReasoningTab.eval_views(recorded, "en")
+    eval_plot = gr.Plot(value=chart, show_label=False, elem_id="r-eval-plot")
+    eval_table = gr.Dataframe(value=rows, label="Per budget", interactive=False)
+    eval_file = gr.File(label="Export (JSON)", interactive=False,
+                        value=str(RECORDED) if recorded else None)
+
+    gr.on([run.click, prompt.submit], tab.stream_both, [prompt, budget, answer_tokens, lang],
+                      [normal_html, reasoning_html, table, timeline], concurrency_limit=ENGINE_CONCURRENCY,
+                      concurrency_id="engine", api_visibility="private")
+    eval_btn.click(tab.run_eval, [budgets, limit, lang], [eval_plot, eval_table, eval_file],
+                                concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine", api_visibility="private")
+    stop.click(tab.stop, None, None, queue=False, api_visibility="private")
+
+    api_btn = gr.Button(visible=False)
+    api_btn.click(tab.api_compare, [prompt, budget, answer_tokens],
+                  [gr.File(visible=False), gr.File(visible=False)], api_name="compare",
+                  concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine")

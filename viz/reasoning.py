@@ -1,0 +1,130 @@
+"""Chapter 7: normal vs reasoning side by side, and accuracy against thinking budget."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from engine.trace import Trace
+
+from .fmt import esc, fmt_ms, fmt_rate
+from .labels import label
+from .theme import BLUE, GREY, INK, ORANGE, PURPLE
+
+
+def reasoning_html(trace: Trace | None, lang: str = "en") -> str:
+    """One column: which kind of thinking, the thinking text (collapsible, dimmed), the answer."""
+    if trace is None:
+        return ""
+    badge = label(f"thinking_{trace.reasoning}", lang) if trace.reasoning else label("mode_normal", lang)
+    thinking = "".join(_span(s) for s in trace.steps if s.phase == "thinking")
+    answer = "".join(_span(s) for s in trace.steps if s.phase == "answer")
+    n_thinking = sum(s.phase == "thinking" for s in trace.steps)
+    caret = '<span class="tbt-caret"></span>' if trace.summary is None else ""
+    parts = [f'<div class="tbt-badge">{esc(badge)}</div>']
+    if trace.reasoning:
+        parts.append(f'<details class="tbt-thinking" open><summary>'
+                     f'{esc(label("thinking_block", lang, n=n_thinking))}</summary>'
+                     f'<div class="tbt-prose">{thinking}{caret if not answer else ""}</div></details>')
+    if answer or not trace.reasoning:
+        parts.append(f'<div class="tbt-answer"><div class="tbt-block-label">{esc(label("answer_block", lang))}'
+                     f'</div><div class="tbt-prose">{answer}{caret}</div></div>')
+    if not trace.steps and trace.summary is None:
+        parts.append(f'<div class="tbt-note">{esc(label("waiting", lang))}</div>')
+    if any(s.forced for s in trace.steps):
+        parts.append(f'<div class="tbt-note">{esc(label("forced_note", lang))}</div>')
+    return f'<div class="tbt tbt-reasoning">{"".join(parts)}</div>'
+
+
+def _span(step) -> str:
+    text = esc(step.text)
+    return f'<span class="tbt-forced-text">{text}</span>' if step.forced else text
+
+
+def comparison_table(normal: Trace, reasoning: Trace, lang: str = "en") -> pd.DataFrame:
+    """The measured figures of both runs, one row per measure."""
+    def figures(t: Trace) -> list[str]:
+        s = t.summary
+        if s is None:
+            return ["…"] * 7
+        return [fmt_ms(s.ttft_ms), fmt_ms(s.time_to_first_answer_ms), str(s.thinking_tokens),
+                str(s.answer_tokens), str(s.new_tokens), fmt_ms(s.e2e_ms), fmt_rate(s.tokens_per_s)]
+    rows = ["row_ttft", "row_ttfa", "row_thinking", "row_answer", "row_total", "row_e2e", "row_rate"]
+    return pd.DataFrame({label("r_measure", lang): [label(r, lang) for r in rows],
+                         label("mode_normal", lang): figures(normal),
+                         label("mode_reasoning", lang): figures(reasoning)})
+
+
+def compare_timeline(normal: Trace, reasoning: Trace, lang: str = "en") -> alt.LayerChart:
+    """Both runs on one ms axis: a prefill bar, then one bar per token coloured by phase."""
+    names = {"prefill": label("lane_prefill", lang), "thinking": label("phase_thinking", lang),
+             "answer": label("phase_answer", lang)}
+    rows, marks = [], []
+    for mode, trace in (("mode_normal", normal), ("mode_reasoning", reasoning)):
+        lane = label(mode, lang)
+        steps = trace.steps
+        if steps:
+            rows.append({"lane": lane, "start": 0.0, "end": steps[0].t_ms,
+                         "phase": names["prefill"], "token": "", "step": "–"})
+        for s in steps[1:]:
+            rows.append({"lane": lane, "start": s.t_ms - s.ms, "end": s.t_ms, "phase": names[s.phase],
+                         "token": s.token, "step": str(s.index)})
+        first = trace.summary.time_to_first_answer_ms if trace.summary else None
+        if first is not None:
+            marks.append({"lane": lane, "t": first, "text": f"{label('first_answer', lang)} {fmt_ms(first)}"})
+    if not rows:
+        raise ValueError(label("err_no_steps", lang))
+    scale = alt.Scale(domain=list(names.values()), range=[GREY, PURPLE, BLUE])
+    lanes = [label("mode_normal", lang), label("mode_reasoning", lang)]
+    y = alt.Y("lane:N", sort=lanes, title=None)
+    bars = alt.Chart(pd.DataFrame(rows)).mark_bar(height={"band": 0.6}).encode(
+        x=alt.X("start:Q", title=label("ms_axis", lang), axis=alt.Axis(format="d")), x2="end:Q", y=y,
+        color=alt.Color("phase:N", scale=scale, title=label("phase", lang), legend=alt.Legend(orient="top")),
+        tooltip=[alt.Tooltip("step:N", title=label("step", lang)), alt.Tooltip("token:N", title=label("token", lang)),
+                 alt.Tooltip("end:Q", title=label("ends_at", lang), format=".0f")])
+    layers = [bars]
+    if marks:
+        frame = pd.DataFrame(marks)
+        layers.append(alt.Chart(frame).mark_tick(color=ORANGE, thickness=3, size=40).encode(x="t:Q", y=y))
+        layers.append(alt.Chart(frame).mark_text(align="left", dx=6, dy=-18, color=INK, fontSize=13).encode(
+            x="t:Q", y=y, text="text:N"))
+    return alt.layer(*layers, title=alt.Title(label("compare_title", lang),
+                                              subtitle=[label("compare_sub", lang)])).properties(width=720, height=150)
+
+
+def eval_chart(result: dict, lang: str = "en") -> alt.HConcatChart:
+    """Accuracy and mean times against the thinking budget, from `engine.evaluation.evaluate`."""
+    rows = result.get("budgets") or []
+    if not rows:
+        raise ValueError(label("err_no_steps", lang))
+    frame = pd.DataFrame(rows)
+    frame["budget_label"] = frame["budget"].astype(str)
+    order = frame["budget_label"].tolist()
+    sub = label("eval_sub", lang, model=result.get("model", "").split(":")[-1], n=int(frame["questions"].max()))
+    x = alt.X("budget_label:N", sort=order, title=label("budget_axis", lang), axis=alt.Axis(labelAngle=0))
+    accuracy = alt.Chart(frame, title=alt.Title(label("eval_accuracy_title", lang), subtitle=[sub])).mark_bar(
+        color=PURPLE).encode(
+        x=x, y=alt.Y("accuracy:Q", title=label("accuracy", lang), scale=alt.Scale(domain=[0, 1]),
+                     axis=alt.Axis(format="%")),
+        tooltip=["budget:Q", "correct:Q", "questions:Q", alt.Tooltip("accuracy:Q", format=".0%")])
+    times = frame.melt(id_vars=["budget_label"], value_vars=["mean_e2e_ms", "mean_time_to_first_answer_ms"],
+                       var_name="measure", value_name="ms")
+    times["measure"] = times["measure"].map({"mean_e2e_ms": label("mean_e2e", lang),
+                                             "mean_time_to_first_answer_ms": label("mean_ttfa", lang)})
+    times["s"] = times["ms"] / 1000
+    time_chart = alt.Chart(times, title=alt.Title(label("eval_time_title", lang))).mark_line(point=True).encode(
+        x=x, y=alt.Y("s:Q", title=label("seconds", lang)),
+        color=alt.Color("measure:N", title=None, scale=alt.Scale(range=[BLUE, ORANGE]),
+                        legend=alt.Legend(orient="top")),
+        tooltip=["measure:N", alt.Tooltip("s:Q", format=".2f")])
+    return alt.hconcat(accuracy.properties(width=320, height=240), time_chart.properties(width=320, height=240))
+
+
+def eval_table(result: dict, lang: str = "en") -> pd.DataFrame:
+    return pd.DataFrame([{label("col_budget", lang): r["budget"],
+                          label("col_correct", lang): f'{r["correct"]}/{r["questions"]}',
+                          label("col_accuracy", lang): f'{r["accuracy"]:.0%}',
+                          label("col_mean_e2e", lang): fmt_ms(r["mean_e2e_ms"]),
+                          label("col_mean_ttfa", lang): fmt_ms(r["mean_time_to_first_answer_ms"]),
+                          label("col_mean_thinking", lang): f'{r["mean_thinking_tokens"]:.0f}'}
+                         for r in result.get("budgets", [])])
