@@ -1,0 +1,69 @@
+"""Chapter 6, the acceleration lab: what makes inference fast, measured side by side on this machine.
+
+    run_lab(engine, quick=False, only=None, progress=None, cancel=None) -> dict (JSON-ready)
+
+Four experiments, one module each: `kv_cache` (cache on vs off), `attention` (eager vs SDPA vs
+FlashAttention-2, in kernels.py), `weights` (fp32 / bf16 / int8 / nf4) and `roofline` (lower
+bounds from bandwidth and FLOP/s, next to what was measured). Each uses a warm-up run and repeats,
+reports medians with their spread, reports progress as (fraction, text), and stops between runs
+when `cancel` is set, returning what it measured marked "partial": true.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Callable
+
+import torch
+
+from ..core import Engine
+from ..errors import InvalidRequest
+from . import kernels, kv_cache, roofline, weights
+
+SCHEMA = "token-by-token/lab@1"
+EXPERIMENTS: dict[str, Callable[..., dict]] = {
+    "kv_cache": kv_cache.run,
+    "attention": kernels.run,
+    "weights": weights.run,
+    "roofline": roofline.run,
+}
+
+
+def run_lab(engine: Engine, quick: bool = False, only: list[str] | None = None,
+            progress: Callable[[float, str], None] | None = None,
+            cancel: threading.Event | None = None) -> dict:
+    names = [n.strip() for n in only if n.strip()] if only else list(EXPERIMENTS)
+    unknown = [n for n in names if n not in EXPERIMENTS]
+    if unknown or not names:
+        raise InvalidRequest(f"unknown experiment(s) {', '.join(unknown) or '(none)'}; "
+                             f"choose from {', '.join(EXPERIMENTS)}")
+    ensure_device = getattr(engine, "ensure_device", None)
+    if ensure_device is not None:          # ZeroGPU: the model moves to CUDA only inside a GPU call
+        ensure_device()
+    info = engine.info
+    result: dict = {
+        "schema": SCHEMA, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "quick": quick, "model": info.id, "device": str(engine.device), "dtype": info.dtype,
+        "attn_implementation": info.attn_implementation, "threads": torch.get_num_threads(),
+        "torch": torch.__version__, "experiments": names, "seconds": {},
+    }
+    for i, name in enumerate(names):
+        if cancel is not None and cancel.is_set():
+            break
+        start = time.monotonic()
+        result[name] = EXPERIMENTS[name](engine, quick=quick, progress=_part(progress, i, len(names), name),
+                                         cancel=cancel)
+        result["seconds"][name] = round(time.monotonic() - start, 2)
+    result["kv_cache_speedup"] = result.get("kv_cache", {}).get("speedup")
+    result["partial"] = any(result.get(n, {"partial": True})["partial"] for n in names)
+    return result
+
+
+def _part(progress, index: int, count: int, name: str):
+    """Progress of one experiment mapped onto its share of the whole lab run."""
+    if progress is None:
+        return None
+    prefix = f"{name.replace('_', ' ')}: " if count > 1 else ""
+    return lambda fraction, text: progress((index + fraction) / count, prefix + text)

@@ -1,0 +1,136 @@
+"""How the lab measures: warm-up, repeats, median and spread; peak memory of one pass; cleanup.
+
+Every number the lab reports is the median of `repeats` timed runs after a warm-up run, with the
+min, max and all runs kept next to it, so a reader can see how noisy the machine was.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import statistics
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from ..clock import now_ms
+
+
+class Stopped(Exception):
+    """Raised between runs when the visitor pressed Stop; the experiment keeps what it measured."""
+
+
+@dataclass
+class Steps:
+    """Progress and cancellation for one experiment: `tick` before each run reports how far it is
+    and raises Stopped when the cancel flag is set."""
+    progress: Callable[[float, str], None] | None
+    cancel: threading.Event | None
+    total: int
+    done: int = 0
+
+    def tick(self, text: str) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise Stopped
+        if self.progress is not None:
+            self.progress(min(self.done / max(self.total, 1), 1.0), text)
+        self.done += 1
+
+
+def spread(values: list[float]) -> dict:
+    """Median, min, max and every run (all in the values' own unit)."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "runs": [round(v, 4) for v in values]}
+
+
+def medians(**values: list[float]) -> dict:
+    """{name: median, ..., "spread": {name: spread}}: medians up front, as engine.bench reports."""
+    kept = {k: v for k, v in values.items() if v}
+    out: dict = {k: (spread(v)["median"] if v else None) for k, v in values.items()}
+    out["spread"] = {k: spread(v) for k, v in kept.items()}
+    return out
+
+
+def timed_ms(fn: Callable[[], object], device: torch.device | str) -> tuple[float, object]:
+    """Wall milliseconds of one call, with the device synchronised before both clock reads."""
+    start = now_ms(device)
+    out = fn()
+    return now_ms(device) - start, out
+
+
+def is_cuda(device: torch.device | str) -> bool:
+    return torch.device(device).type == "cuda"
+
+
+def peak_bytes(fn: Callable[[], object], device: torch.device | str) -> tuple[int, str, object]:
+    """Peak bytes of tensors allocated during one call, above what was live before it.
+
+    CUDA: torch.cuda.max_memory_allocated after a reset of the peak counter.
+    CPU: the torch profiler's allocation events (every tensor malloc and free, with sizes), summed
+    in time order; the highest point of that running sum is the peak. This counts tensors only,
+    like tracemalloc counts Python objects, so it is not disturbed by what the C allocator keeps.
+    Returns (bytes, method, the call's result).
+    """
+    if is_cuda(device):
+        torch.cuda.synchronize(device)
+        base = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        out = fn()
+        torch.cuda.synchronize(device)
+        return int(torch.cuda.max_memory_allocated(device) - base), "torch.cuda.max_memory_allocated", out
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        out = fn()
+    events = [(e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+              if e.name() == "[memory]"]
+    live = peak = 0
+    for _, nbytes in sorted(events):
+        live += nbytes
+        peak = max(peak, live)
+    return int(peak), "torch.profiler memory events (tensor bytes)", out
+
+
+def release(device: torch.device | str) -> None:
+    """Give memory of dropped models back: collect, empty the CUDA cache, and on Linux ask the C
+    allocator to return freed pages to the system, so the app's footprint does not grow."""
+    gc.collect()
+    if is_cuda(device):
+        torch.cuda.empty_cache()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def matmul_flops(device: torch.device | str, dtype: torch.dtype, n: int = 2048, repeats: int = 5) -> float:
+    """Measured matmul FLOP/s: the best of several n x n @ n x n products (2·n³ FLOPs each)."""
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    torch.matmul(a, b)                                   # warm-up: kernel selection, page faults
+    best = float("inf")
+    for _ in range(repeats):
+        ms, _ = timed_ms(lambda: torch.matmul(a, b), device)
+        best = min(best, ms)
+    return 2 * n ** 3 / (best / 1000)
+
+
+def read_bandwidth(device: torch.device | str, megabytes: int = 768, repeats: int = 5) -> float:
+    """Memory read bandwidth in bytes/s: the best of several sums over a tensor larger than caches.
+    On the CPU this is engine.bench's measurement; on CUDA the same idea on device memory."""
+    if not is_cuda(device):
+        from ..bench import read_bandwidth_gbs
+        return read_bandwidth_gbs(megabytes, repeats) * 1e9
+    x = torch.ones(megabytes * 2**20 // 4, dtype=torch.float32, device=device)
+    x.sum()
+    best = float("inf")
+    for _ in range(repeats):
+        ms, _ = timed_ms(lambda: x.sum(), device)
+        best = min(best, ms)
+    return x.numel() * 4 / (best / 1000)
+
+
+def elapsed_s(start: float) -> float:
+    return time.monotonic() - start

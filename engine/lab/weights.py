@@ -1,0 +1,248 @@
+"""Experiment 3: the same model with fp32, bf16, int8 and 4-bit (nf4) weights.
+
+Decoding one token reads every weight once, so smaller weights can mean faster tokens, if the
+hardware has a fast kernel for that format, and a slightly different model. For each format:
+its weight memory, TTFT and TPOT of a short greedy generation, and its next-token predictions on a
+fixed set of texts against fp32 (top-1 agreement at every position, mean KL divergence).
+
+int8 is bitsandbytes' LLM.int8() and nf4 its 4-bit NormalFloat, both through transformers'
+BitsAndBytesConfig. A format that cannot run here is reported as unavailable with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import threading
+from contextlib import nullcontext
+
+import torch
+from transformers import DynamicCache
+
+from ..core import Engine
+from ..loading import EMBEDDED, embedded_gguf, load
+from ..trace import Settings
+from .measure import Steps, Stopped, is_cuda, medians, release, timed_ms
+
+PROMPT = "Explain in two sentences why the sky is blue."
+# The fixed texts the quality numbers are measured on: prose, a story, Chinese, code.
+QUALITY_TEXTS = (
+    "The sky looks blue because air molecules scatter short wavelengths of sunlight more strongly "
+    "than long ones, so blue light reaches our eyes from every direction of the sky.",
+    "Xiao Ming went to the supermarket and bought some apples, a loaf of bread and a bottle of milk. "
+    "On the way home he met his teacher, who asked him what he was planning to cook.",
+    "量子计算利用量子比特的叠加和纠缠来处理信息。与经典比特不同，一个量子比特可以同时处于零和一的叠加状态。",
+    "def fibonacci(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n",
+)
+FORMATS = ("fp32", "bf16", "int8", "nf4")
+SIZES = {False: {"new_tokens": 16, "repeats": 3}, True: {"new_tokens": 4, "repeats": 2}}
+
+
+class Unavailable(Exception):
+    """This format cannot run on this device; `code` names the case for the page, the message says why."""
+
+    def __init__(self, code: str, reason: str):
+        super().__init__(reason)
+        self.code = code
+
+
+# --- quality: real forward passes, compared position by position ------------------------------
+def all_logits(model, ids: list[int], lock=None) -> torch.Tensor:
+    """Logits at every position of one text: [T, vocab], float32, on the CPU."""
+    with (lock or nullcontext()), torch.inference_mode():
+        out = model(input_ids=torch.tensor([ids], device=model.device), use_cache=False)
+    return out.logits[0].float().cpu()
+
+
+def next_token_quality(reference: list[torch.Tensor], candidate: list[torch.Tensor]) -> dict:
+    """Top-1 agreement and mean KL(reference ‖ candidate) over every position of every text.
+
+    reference, candidate: one [T, vocab] logits tensor per text, from the same token ids.
+    """
+    agree, positions, kl_sum = 0, 0, 0.0
+    for p, q in zip(reference, candidate, strict=True):
+        assert p.shape == q.shape, (p.shape, q.shape)
+        log_p, log_q = torch.log_softmax(p.double(), -1), torch.log_softmax(q.double(), -1)
+        kl = (log_p.exp() * (log_p - log_q)).sum(-1)          # [T], nats
+        agree += int((p.argmax(-1) == q.argmax(-1)).sum())
+        positions += p.shape[0]
+        kl_sum += float(kl.clamp_min(0).sum())                 # KL ≥ 0; clamp rounding below it
+    return {"top1_agreement": agree / positions, "mean_kl": kl_sum / positions, "positions": positions}
+
+
+# --- speed: a plain greedy loop with a KV cache, the same for every format --------------------
+def greedy_timing(model, ids: list[int], new_tokens: int, lock=None) -> dict:
+    """TTFT (prefill pass + first argmax) and the ms of each later decode step."""
+    device = model.device
+    cache = DynamicCache(config=model.config)
+    tokens, step_ms = [], []
+    fed = torch.tensor([ids], device=device)
+    for i in range(new_tokens):
+        with (lock or nullcontext()), torch.inference_mode():
+            ms, out = timed_ms(lambda: model(input_ids=fed, cache=cache, use_cache=True,
+                                             logits_to_keep=1).logits[0, -1].argmax(), device)
+        token = int(out)
+        tokens.append(token)
+        fed = torch.tensor([[token]], device=device)
+        if i == 0:
+            ttft = ms
+        else:
+            step_ms.append(ms)
+    return {"ttft_ms": ttft, "step_ms": step_ms, "tokens": tokens}
+
+
+def timing_summary(runs: list[dict]) -> dict:
+    tpot = [sum(r["step_ms"]) / len(r["step_ms"]) for r in runs if r["step_ms"]]
+    rate = [len(r["tokens"]) / (r["ttft_ms"] + sum(r["step_ms"])) * 1000 for r in runs]
+    return medians(ttft_ms=[r["ttft_ms"] for r in runs], tpot_ms=tpot, tokens_per_s=rate)
+
+
+# --- the models -------------------------------------------------------------------------------
+@contextlib.contextmanager
+def quiet_bitsandbytes():
+    """bitsandbytes logs one line per int8 matmul on fp32 inputs; keep the log readable."""
+    logger = logging.getLogger("bitsandbytes")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _compute_dtype(engine: Engine) -> torch.dtype:
+    return torch.bfloat16 if is_cuda(engine.device) else torch.float32
+
+
+def quantization_config(fmt: str, engine: Engine):
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise Unavailable("bnb_missing", "the bitsandbytes package is not installed")
+    from transformers import BitsAndBytesConfig
+    if fmt == "int8":
+        return BitsAndBytesConfig(load_in_8bit=True)
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                              bnb_4bit_compute_dtype=_compute_dtype(engine))
+
+
+def obtain(engine: Engine, fmt: str):
+    """(model, shared): the engine's own model when it already is that format, else a fresh copy."""
+    own = engine.info.quantization in (None, "gguf-q4_1 (dequantized)")
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}.get(fmt)
+    if own and dtype is not None and engine.model.dtype == dtype:
+        return engine.model, True
+    if not is_cuda(engine.device) and fmt == "bf16" and not _cpu_bf16_ok():
+        raise Unavailable("bf16_cpu", "this CPU and PyTorch build cannot run bfloat16 matmuls")
+    kwargs = {"device": str(engine.device), "attn_implementation": engine.info.attn_implementation}
+    try:
+        if dtype is not None:
+            loaded = load(engine.info.id, dtype="float32" if fmt == "fp32" else "bfloat16", **kwargs)
+        else:
+            loaded = load(engine.info.id, dtype="float32" if not is_cuda(engine.device) else "bfloat16",
+                          quantization_config=quantization_config(fmt, engine),
+                          device_map=str(engine.device), **kwargs)
+    except Exception as exc:             # EngineError, or a library's own error on this device
+        raise Unavailable("load", f"it could not be loaded here: {str(exc)[:300]}") from None
+    return loaded.model, False
+
+
+def _cpu_bf16_ok() -> bool:
+    try:
+        x = torch.ones(4, 4, dtype=torch.bfloat16)
+        return bool((x @ x)[0, 0] == 4)
+    except RuntimeError:
+        return False
+
+
+def gguf_reference(engine: Engine) -> dict | None:
+    """The size of the original Q4_1 GGUF file the embedded model ships as, for reference."""
+    if engine.info.id not in (EMBEDDED, "embedded") or engine.info.source != "embedded-gguf":
+        return None
+    path = embedded_gguf()
+    return {"file": path.name, "bytes": path.stat().st_size, "format": "GGUF Q4_1",
+            "note": "the app dequantizes it to float32 at load; this is the download size"}
+
+
+# --- the experiment ---------------------------------------------------------------------------
+def run(engine: Engine, quick: bool = False, progress=None, cancel: threading.Event | None = None,
+        formats: tuple[str, ...] = FORMATS, new_tokens: int | None = None,
+        repeats: int | None = None) -> dict:
+    n = new_tokens or SIZES[quick]["new_tokens"]
+    repeats = repeats or SIZES[quick]["repeats"]
+    texts = [engine.encode(t, templated=True) for t in (QUALITY_TEXTS[:2] if quick else QUALITY_TEXTS)]
+    prompt_ids = engine.encode(engine.apply_template(PROMPT, Settings()), templated=True)
+    steps = Steps(progress, cancel, total=len(formats) * (3 + repeats))
+    rows, reference, partial = [], None, False
+    try:
+        if "fp32" not in formats[:1]:
+            raise ValueError("fp32 comes first: it is the reference for the quality numbers")
+        for fmt in formats:
+            steps.tick(f"{fmt}: loading the weights")
+            try:
+                with quiet_bitsandbytes():
+                    rows.append(measure_format(engine, fmt, texts, prompt_ids, n, repeats, steps,
+                                               reference))
+            except Unavailable as exc:
+                rows.append({"format": fmt, "available": False, "code": exc.code, "reason": str(exc)})
+                continue
+            if fmt == "fp32":
+                reference = rows[-1].pop("_logits")
+            rows[-1].pop("_logits", None)
+    except Stopped:
+        partial = True
+        for row in rows:
+            row.pop("_logits", None)
+    fp32 = next((r for r in rows if r["format"] == "fp32" and r.get("available")), None)
+    for row in rows:
+        if row.get("available") and fp32:
+            row["same_greedy_tokens_as_fp32"] = row["tokens"] == fp32["tokens"]
+            row["memory_vs_fp32"] = row["weight_bytes"] / fp32["weight_bytes"]
+    return {
+        "formats": list(formats), "rows": rows, "partial": partial, "new_tokens": n,
+        "repeats": repeats, "warmup_runs": 1, "prompt": PROMPT, "prompt_tokens": len(prompt_ids),
+        "quality_texts": len(texts), "quality_positions": sum(len(t) for t in texts),
+        "gguf": gguf_reference(engine), "bitsandbytes": bitsandbytes_version(),
+        "device": str(engine.device),
+        "note": "weight_bytes: model.get_memory_footprint() without buffers; quality: next-token "
+                "logits at every position of the fixed texts against fp32",
+    }
+
+
+def bitsandbytes_version() -> str | None:
+    if importlib.util.find_spec("bitsandbytes") is None:
+        return None
+    from importlib.metadata import version
+    return version("bitsandbytes")
+
+
+def measure_format(engine: Engine, fmt: str, texts: list[list[int]], prompt_ids: list[int], n: int,
+                   repeats: int, steps: Steps, reference: list[torch.Tensor] | None) -> dict:
+    model, shared = obtain(engine, fmt)
+    lock = engine.lock if shared else None
+    try:
+        steps.tick(f"{fmt}: quality on {len(texts)} texts")
+        try:
+            logits = [all_logits(model, ids, lock) for ids in texts]
+        except Exception as exc:         # e.g. a kernel missing for this device
+            raise Unavailable("forward", f"its forward pass fails on {engine.device}: {str(exc)[:200]}") from None
+        if reference is None:               # fp32 compares against a second, separate pass
+            reference_now = logits
+            logits = [all_logits(model, ids, lock) for ids in texts]
+        else:
+            reference_now = reference
+        quality = next_token_quality(reference_now, logits)
+        steps.tick(f"{fmt}: warm-up")
+        greedy_timing(model, prompt_ids, 2, lock)
+        runs = []
+        for r in range(repeats):
+            steps.tick(f"{fmt}: generation {r + 1} of {repeats}")
+            runs.append(greedy_timing(model, prompt_ids, n, lock))
+        return {"format": fmt, "available": True, "shared_model": shared,
+                "dtype": str(model.dtype).removeprefix("torch."),
+                "weight_bytes": int(model.get_memory_footprint(return_buffers=False)),
+                **timing_summary(runs), **quality, "tokens": runs[0]["tokens"],
+                "_logits": reference_now if reference is None else None}
+    finally:
+        if not shared:
+            del model
+            release(engine.device)

@@ -1,0 +1,102 @@
+"""Lab charts and tables from a recorded result (`python -m engine lab --quick --json`), in both
+languages, including the cases a live run can produce: a format unavailable here, a stopped run."""
+
+import copy
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from viz import lab
+from viz.labels import LABELS, label
+from viz.labels_lab import LAB
+
+FIXTURE = Path(__file__).parent / "fixtures" / "lab_quick.json"
+CHARTS = (lab.kv_chart, lab.attention_chart, lab.weights_chart, lab.roofline_chart)
+TABLES = (lab.kv_table, lab.attention_table, lab.weights_table, lab.roofline_table)
+
+
+@pytest.fixture(scope="module")
+def result():
+    return json.loads(FIXTURE.read_text(encoding="utf-8"))
+
+
+def strict(chart) -> str:
+    """The chart's Vega-Lite JSON; a NaN or infinity would blank the chart in the browser."""
+    return json.dumps(chart.to_dict(), allow_nan=False, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_chart_table_and_summary(result, lang):
+    for draw in CHARTS:
+        strict(draw(result, lang=lang))
+    for make in TABLES:
+        frame = make(result, lang=lang)
+        assert isinstance(frame, pd.DataFrame) and not frame.empty
+    for name, summary in lab.SUMMARIES.items():
+        text = summary(result, lang)
+        assert text and "{" not in text and "nan" not in text.lower(), (name, text)
+
+
+def test_chinese_text_is_chinese(result):
+    spec = strict(lab.kv_chart(result, lang="zh"))
+    assert "开启缓存" in spec and "关闭缓存" in spec
+    assert "权重" in strict(lab.weights_chart(result, lang="zh"))
+
+
+def test_kv_chart_shows_both_modes_and_the_speedup(result):
+    spec = strict(lab.kv_chart(result))
+    assert f"{result['kv_cache']['speedup']:.2f}×" in spec
+    values = [v for d in lab.kv_chart(result).to_dict()["datasets"].values() for v in d]
+    assert {v["mode"] for v in values} == {"cache on", "cache off"}
+    assert len(values) == 2 * (result["kv_cache"]["new_tokens"] - 1)     # decode steps of each mode
+
+
+def test_attention_chart_has_the_matrix_line_and_says_fa2_is_unavailable(result):
+    spec = strict(lab.attention_chart(result))
+    assert "score matrix, one layer" in spec
+    assert "FlashAttention-2: not available here" in spec
+
+
+def test_unavailable_format_keeps_its_row_with_the_reason(result):
+    changed = copy.deepcopy(result)
+    rows = changed["weights"]["rows"]
+    rows[-1] = {"format": "nf4", "available": False, "reason": "bitsandbytes has no 4-bit kernel here"}
+    spec = strict(lab.weights_chart(changed))
+    assert "bitsandbytes has no 4-bit kernel here" in spec and "not available here" in spec
+    table = lab.weights_table(changed)
+    assert table.iloc[3, 1] == "—" and "no 4-bit kernel" in table.iloc[3, -1]
+    assert "4-bit (nf4)" in list(table.iloc[:, 0])
+
+
+def test_stopped_run_still_draws(result):
+    changed = copy.deepcopy(result)
+    kv = changed["kv_cache"]
+    del kv["runs"]["cache_off"]
+    kv.update(partial=True, speedup=None, identical_tokens=None)
+    spec = strict(lab.kv_chart(changed))
+    assert "Stopped early" in spec
+    assert lab.kv_summary(changed) == label("lab_partial")
+
+
+def test_missing_section_says_to_run_it(result):
+    with pytest.raises(ValueError, match="Press Run"):
+        lab.attention_chart({k: v for k, v in result.items() if k != "attention"})
+
+
+def test_roofline_for_each_model_flags_projections(result):
+    models = lab.roofline_models(result)
+    assert models[0] == "SmolLM2-135M-Instruct" and "Llama-3-70B" in models
+    own = strict(lab.roofline_chart(result, model=models[0]))
+    assert "measured here" in own and "projection" not in lab.roofline_chart(result, model=models[0]).to_dict()["title"]["text"]
+    big = lab.roofline_chart(result, model="Llama-3-70B").to_dict()
+    assert "projection" in big["title"]["text"] and "does not fit" in strict(lab.roofline_chart(result, model="Llama-3-70B"))
+    table = lab.roofline_table(result, model=models[0])
+    assert table.iloc[0, -1] == "no" and set(table.iloc[1:, -1]) == {"yes"}
+
+
+def test_every_lab_label_has_both_languages():
+    for key, entry in LAB.items():
+        assert entry.get("en") and entry.get("zh"), key
+        assert LABELS[key] is entry
