@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 7860
 
-.PHONY: run test bench chromium clean
+.PHONY: run test bench traces chromium clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ test: $(STAMP) chromium
 
 bench: $(STAMP)
 	$(PY) -m engine bench --json
+
+# Re-record the walkthrough's traces (assets/traces/) on an idle machine.
+traces: $(STAMP)
+	$(PY) scripts/record_traces.py
 
 clean:
 	rm -rf $(VENV) test-output .pytest_cache

@@ -7,6 +7,7 @@ implementation only inside it, so nothing one run sets up can fire inside anothe
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from contextlib import contextmanager
 
@@ -35,6 +36,16 @@ class Engine:
         eos = eos if isinstance(eos, list) else [eos]
         self.eos_ids = {int(e) for e in eos + [self.tokenizer.eos_token_id] if e is not None}
         self.thinking_style = thinking_style(self.tokenizer)   # switch / tags / scaffold
+
+    def ensure_device(self) -> None:
+        """Move the model to CUDA if CUDA appeared after loading: ZeroGPU Spaces grant a GPU only
+        inside calls decorated with `spaces.GPU`, so the model is loaded on the CPU and moved here."""
+        if (torch.cuda.is_available() and self.device.type != "cuda"
+                and not getattr(self.model, "hf_device_map", None)):
+            with self.lock:
+                self.model.to("cuda")
+                self.device = self.model.device
+                self.info = dataclasses.replace(self.info, device=str(self.device))
 
     @classmethod
     def load(cls, model_id: str | None = None, limits: Limits | None = None, **kwargs) -> Engine:

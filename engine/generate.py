@@ -37,6 +37,7 @@ class Event:
 
 def stream_trace(engine: Engine, prompt: str, settings: Settings | None = None,
                  cancel: threading.Event | None = None) -> Generator[Event, None, Trace]:
+    engine.ensure_device()
     start = now_ms(engine.device)                      # request start: TTFT counts from here
     settings = check_settings(settings or Settings(), engine.limits)
     prompt = clean_prompt(prompt, engine.limits)

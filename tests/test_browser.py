@@ -11,7 +11,6 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 TABS = [("tokens", "1 · Tokens", ["#embedding"]),
         ("prefill", "2 · Prefill", ["#heatmap", "#head-view"]),
         ("kv", "3 · KV cache", ["#kv-growth", "#kv-projection"]),
@@ -20,15 +19,6 @@ TABS = [("tokens", "1 · Tokens", ["#embedding"]),
         ("sampling", "8 · Sampling", ["#playground"])]
 INJECTION = ('<script>alert(1)</script> <img src=x onerror=alert(1)> **bold** [x](javascript:alert(1)) '
              '<b id="injected">bold?</b> {{7*7}} ${7*7}')
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture()

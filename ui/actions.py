@@ -24,6 +24,7 @@ from viz import html, speed
 from viz.labels import label
 from viz.notice import embedding_strip, notice_chart
 
+from .models import Models
 from .runs import StopFlags, TraceFiles
 from .views import clamp
 
@@ -80,21 +81,31 @@ def status_md(trace: Trace, lang: str) -> str:
 
 
 class Actions:
-    def __init__(self, engine: Engine):
-        self.engine = engine
+    def __init__(self, models: Models):
+        self.models = models
         self.flags = StopFlags()
         self.files = TraceFiles()
 
+    @property
+    def engine(self) -> Engine:
+        """The host's default model."""
+        return self.models.engine
+
+    def engine_of(self, trace: Trace) -> Engine | None:
+        """The loaded engine a trace was recorded with, if this page has it."""
+        return self.models.engines.get(trace.model.id)
+
     # --- run ----------------------------------------------------------------------------------
     def run(self, prompt, max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
-            chat_template, lang, request: gr.Request):
+            chat_template, model_id, lang, request: gr.Request):
         """Stream one run: (trace state, output chips, status, prompt chips) after every event."""
         settings = make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
                                  chat_template)
+        engine = self.models.get(model_id)
         session = request.session_hash if request else "anonymous"
         flag = self.flags.start(session)
         try:
-            events = stream_trace(self.engine, prompt, settings, cancel=flag)
+            events = stream_trace(engine, prompt, settings, cancel=flag)
         except EngineError as exc:
             self.flags.end(session, flag)
             raise gr.Error(str(exc)) from None
@@ -121,17 +132,19 @@ class Actions:
 
     # --- tokens chapter helpers (need the tokenizer) ------------------------------------------
     def comparison(self, trace: Trace) -> tuple:
+        engine = self.engine_of(trace) or self.engine
         raw = trace.prompt.raw
-        ours = prompt_tokens(self.engine.token_bytes, raw, self.engine.encode(raw, templated=True))
-        return ours, self.engine.info.id.split(":")[-1], qwen_tokens(raw), OTHER_NAME
+        ours = prompt_tokens(engine.token_bytes, raw, engine.encode(raw, templated=True))
+        return ours, engine.info.id.split(":")[-1], qwen_tokens(raw), OTHER_NAME
 
     def embedding(self, trace: Trace | None, index, lang: str):
         if trace is None or not trace.prompt.tokens:
             return notice_chart(label("run_first", lang)), ""
-        if trace.model.id != self.engine.info.id:
+        engine = self.engine_of(trace)
+        if engine is None:
             return notice_chart(label("other_model", lang)), ""
         token = trace.prompt.tokens[clamp(index, len(trace.prompt.tokens) - 1)]
-        vector, neighbors = embedding_neighbors(self.engine, token.id)
+        vector, neighbors = embedding_neighbors(engine, token.id)
         title = f"{label('embedding_of', lang)} {token.text!r} (id {token.id}, {len(vector)} dims)"
         return (embedding_strip(vector, title),
                 html.neighbors_html({"id": token.id, "text": token.text}, neighbors, lang=lang))
@@ -162,10 +175,10 @@ class Actions:
             raise gr.Error(str(exc)) from None
         return self.files.write(event.trace)
 
-    def sweep(self, prompt, lang, progress=gr.Progress()):
+    def sweep(self, prompt, model_id, lang, progress=gr.Progress()):
         text = prompt if isinstance(prompt, str) and prompt.strip() else "Hello, world! " * 4
         try:
-            rows = ttft_sweep(self.engine, text, LENGTHS,
+            rows = ttft_sweep(self.models.get(model_id), text, LENGTHS,
                               progress=lambda f, d: progress(f, desc=d))
         except EngineError as exc:
             raise gr.Error(str(exc)) from None

@@ -16,6 +16,8 @@ from engine.trace import Settings
 from viz import reasoning as rviz
 from viz.notice import notice_chart
 
+from .gpu import on_gpu
+from .i18n import t
 from .runs import ENGINE_CONCURRENCY, StopFlags, TraceFiles
 
 RECORDED = Path(__file__).resolve().parent.parent / "assets" / "eval" / "smollm2-cpu.json"
@@ -25,15 +27,16 @@ BUDGETS = [0, 16, 32, 64, 128, 256]
 STREAM_INTERVAL_S = 0.15
 
 
-def settings_pair(budget, answer_tokens) -> tuple[Settings, Settings]:
+def settings_pair(budget, answer_tokens, attention: bool = False) -> tuple[Settings, Settings]:
     budget, answer_tokens = int(budget), int(answer_tokens)
-    return (Settings(max_new_tokens=answer_tokens),
+    return (Settings(max_new_tokens=answer_tokens, attention=attention, logit_lens=attention),
             Settings(max_new_tokens=budget + answer_tokens, mode="reasoning", thinking_budget=budget))
 
 
-def interleave(engine, prompt, budget, answer_tokens, cancel=None):
-    """Step both runs in turn on the one engine; yields (normal trace, reasoning trace, finished)."""
-    normal, reasoning = settings_pair(budget, answer_tokens)
+def interleave(engine, prompt, budget, answer_tokens, cancel=None, attention: bool = False):
+    """Step both runs in turn on the one engine; yields (normal trace, reasoning trace, finished).
+    `attention` also captures attention and the logit lens of the normal run."""
+    normal, reasoning = settings_pair(budget, answer_tokens, attention)
     runs = [stream_trace(engine, prompt, normal, cancel), stream_trace(engine, prompt, reasoning, cancel)]
     traces, live = [None, None], [True, True]
     try:
@@ -123,51 +126,46 @@ def recorded_result() -> dict | None:
 
 def build(engine, lang) -> None:
     tab = ReasoningTab(engine)
-    gr.Markdown("Reasoning models first write a chain of thought, then the answer: the first *answer* "
-                "token comes later, and the answer is often better. Both runs below use this model on "
-                "this machine, stepped in turn on one engine (so each also waits for the other's steps).")
+    gr.Markdown(t("r_intro"))
     with gr.Row():
-        prompt = gr.Textbox(label="Prompt", value=EXAMPLES[0][0], lines=2, scale=3, elem_id="r-prompt")
-        budget = gr.Slider(8, 512, value=64, step=8, label="Thinking budget (tokens)", scale=2,
+        prompt = gr.Textbox(label=t("prompt"), value=EXAMPLES[0][0], lines=2, scale=3, elem_id="r-prompt")
+        budget = gr.Slider(8, 512, value=64, step=8, label=t("thinking_budget"), scale=2,
                            elem_id="r-budget")
-        answer_tokens = gr.Slider(8, 256, value=48, step=8, label="Answer tokens", scale=2)
-    gr.Examples(EXAMPLES, inputs=prompt, label="Examples")
+        answer_tokens = gr.Slider(8, 256, value=48, step=8, label=t("answer_tokens"), scale=2)
+    gr.Examples(EXAMPLES, inputs=prompt, label=t("examples"))
     with gr.Row():
-        run = gr.Button("Run both", variant="primary", elem_id="r-run")
-        stop = gr.Button("Stop", variant="stop", elem_id="r-stop")
+        run = gr.Button(t("run_both"), variant="primary", elem_id="r-run")
+        stop = gr.Button(t("stop"), variant="stop", elem_id="r-stop")
     with gr.Row(equal_height=False):
         with gr.Column():
-            gr.Markdown("### Normal")
+            gr.Markdown(t("normal_head"))
             normal_html = gr.HTML(elem_id="r-normal")
         with gr.Column():
-            gr.Markdown("### Reasoning")
+            gr.Markdown(t("reasoning_head"))
             reasoning_html = gr.HTML(elem_id="r-reasoning")
-    table = gr.Dataframe(label="Measured, side by side", interactive=False, elem_id="r-table")
+    table = gr.Dataframe(label=t("side_by_side"), interactive=False, elem_id="r-table")
     timeline = gr.Plot(show_label=False, elem_id="r-timeline")
 
-    gr.Markdown("### Test-time compute\nMore thinking tokens, better answers? The built-in set has "
-                f"{len(QUESTIONS)} questions with checkable answers (arithmetic, units, simple logic; "
-                "English and Chinese). The chart opens on a result recorded with "
-                "`python -m engine eval`; the button measures it again here.")
+    gr.Markdown(t("ttc_intro"))
     with gr.Row():
-        budgets = gr.CheckboxGroup(BUDGETS, value=[0, 32, 128], label="Thinking budgets", elem_id="r-budgets")
-        limit = gr.Slider(2, len(QUESTIONS), value=len(QUESTIONS), step=1, label="Questions")
-        eval_btn = gr.Button("Measure accuracy", elem_id="r-eval")
+        budgets = gr.CheckboxGroup(BUDGETS, value=[0, 32, 128], label=t("thinking_budgets"), elem_id="r-budgets")
+        limit = gr.Slider(2, len(QUESTIONS), value=len(QUESTIONS), step=1, label=t("questions"))
+        eval_btn = gr.Button(t("measure_accuracy"), elem_id="r-eval")
     recorded = recorded_result()
     chart, rows = ReasoningTab.eval_views(recorded, "en")
     eval_plot = gr.Plot(value=chart, show_label=False, elem_id="r-eval-plot")
-    eval_table = gr.Dataframe(value=rows, label="Per budget", interactive=False)
-    eval_file = gr.File(label="Export (JSON)", interactive=False,
+    eval_table = gr.Dataframe(value=rows, label=t("per_budget"), interactive=False)
+    eval_file = gr.File(label=t("export_json"), interactive=False,
                         value=str(RECORDED) if recorded else None)
 
-    gr.on([run.click, prompt.submit], tab.stream_both, [prompt, budget, answer_tokens, lang],
+    gr.on([run.click, prompt.submit], on_gpu(tab.stream_both), [prompt, budget, answer_tokens, lang],
                       [normal_html, reasoning_html, table, timeline], concurrency_limit=ENGINE_CONCURRENCY,
                       concurrency_id="engine", api_visibility="private")
-    eval_btn.click(tab.run_eval, [budgets, limit, lang], [eval_plot, eval_table, eval_file],
+    eval_btn.click(on_gpu(tab.run_eval), [budgets, limit, lang], [eval_plot, eval_table, eval_file],
                                 concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine", api_visibility="private")
     stop.click(tab.stop, None, None, queue=False, api_visibility="private")
 
     api_btn = gr.Button(visible=False)
-    api_btn.click(tab.api_compare, [prompt, budget, answer_tokens],
+    api_btn.click(on_gpu(tab.api_compare), [prompt, budget, answer_tokens],
                   [gr.File(visible=False), gr.File(visible=False)], api_name="compare",
                   concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine")

@@ -32,7 +32,7 @@ def clamp(value, top: int) -> int:
         return 0
 
 
-def _chart(draw, *args, lang: str):
+def chart_or_notice(draw, *args, lang: str):
     """A chart, or a notice saying why it cannot be drawn (e.g. attention was not captured)."""
     try:
         return draw(*args, lang=lang)
@@ -55,8 +55,8 @@ def prefill_view(trace: Trace, layer, head, query, lang: str):
              f"{label('one_forward_pass', lang)} · **{p.tokens_per_s:,.0f}** {label('tokens_per_s', lang)}"
              if p else "")
     layer = clamp(layer, trace.model.layers - 1)
-    return (facts, _chart(attention.heatmap, trace, layer, head_index(head), lang=lang),
-            _chart(attention.head_view, trace, layer, head_index(head), clamp(query, _mapped(trace) - 1),
+    return (facts, chart_or_notice(attention.heatmap, trace, layer, head_index(head), lang=lang),
+            chart_or_notice(attention.head_view, trace, layer, head_index(head), clamp(query, _mapped(trace) - 1),
                    lang=lang))
 
 
@@ -67,7 +67,7 @@ def _mapped(trace: Trace) -> int:
 # --- 3 KV cache -----------------------------------------------------------------------------
 def kv_view(trace: Trace, lang: str):
     rows = kv_projection(trace.model)
-    return (_chart(kv.kv_growth_chart, trace, lang=lang), _chart(kv.projection_chart, rows, lang=lang),
+    return (chart_or_notice(kv.kv_growth_chart, trace, lang=lang), chart_or_notice(kv.projection_chart, rows, lang=lang),
             kv.projection_table(rows, lang=lang))
 
 
@@ -78,15 +78,15 @@ def decode_view(trace: Trace, step, layer, head, lang: str):
         return "", empty, empty, empty
     step = clamp(step, len(trace.steps) - 1)
     layer = clamp(layer, trace.model.layers - 1)
-    return (html.step_html(trace, step, lang=lang), _chart(decode.candidates_chart, trace, step, lang=lang),
-            _chart(attention.attention_row, trace, step, layer, head_index(head), lang=lang),
-            _chart(decode.lens_chart, trace, step, lang=lang))
+    return (html.step_html(trace, step, lang=lang), chart_or_notice(decode.candidates_chart, trace, step, lang=lang),
+            chart_or_notice(attention.attention_row, trace, step, layer, head_index(head), lang=lang),
+            chart_or_notice(decode.lens_chart, trace, step, lang=lang))
 
 
 # --- 5 Speed --------------------------------------------------------------------------------
 def speed_view(trace: Trace, lang: str):
-    return (html.speed_html(trace, lang=lang), _chart(speed.timeline_chart, trace, lang=lang),
-            _chart(speed.step_times_chart, trace, lang=lang))
+    return (html.speed_html(trace, lang=lang), chart_or_notice(speed.timeline_chart, trace, lang=lang),
+            chart_or_notice(speed.step_times_chart, trace, lang=lang))
 
 
 # --- 8 Sampling -----------------------------------------------------------------------------
@@ -101,5 +101,5 @@ def sampling_view(trace: Trace, step, temperature, top_k, top_p, seed, lang: str
     except (TypeError, ValueError) as exc:
         raise gr.Error(str(exc)) from None
     settings = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "step": step}
-    return (_chart(sampling.playground_chart, rows, lang=lang),
+    return (chart_or_notice(sampling.playground_chart, rows, lang=lang),
             sampling.survivors_html(rows, settings, lang=lang))

@@ -51,3 +51,18 @@ def config() -> alt.theme.ThemeConfig:
 alt.theme.register(NAME, enable=True)(config)
 # Attention heatmaps of long prompts hold up to ~33k cells, over altair's default 5,000-row guard.
 alt.data_transformers.disable_max_rows()
+
+
+def presentable(chart, size: tuple[int, int] | None = None, big: bool = False):
+    """The same chart fitted to `size` (width, height) where it has a single view, and, for a
+    projector (`big`), with larger type and heavier marks."""
+    if size is not None and isinstance(chart, (alt.Chart, alt.LayerChart)):
+        chart = chart.properties(width=size[0], height=size[1])
+    if size is not None:   # long titles would widen the chart past its box: cut them with an ellipsis
+        chart = chart.configure_title(limit=size[0] + 120)
+    if big:
+        chart = (chart.configure_axis(labelFontSize=17, titleFontSize=18, labelColor="#000", titleColor="#000")
+                 .configure_legend(labelFontSize=17, titleFontSize=18)
+                 .configure_title(fontSize=24, subtitleFontSize=16, color="#000", subtitleColor="#222")
+                 .configure_header(labelFontSize=17, titleFontSize=18))
+    return chart

@@ -1,0 +1,70 @@
+"""The acceleration lab tab in a real headless Chromium: run the KV cache experiment from the page and
+find its chart; the slow test runs the other three. Screenshots land in test-output/browser/lab-*.png.
+"""
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+TAB = "6 · Acceleration lab"
+
+
+@pytest.fixture()
+def page(browser, app_url):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    page.goto(app_url)
+    page.wait_for_selector("#prompt textarea", timeout=60_000)
+    page.get_by_role("tab", name=TAB).click()
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def shots(output_dir):
+    folder = output_dir / "browser"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def run_experiment(page, short: str, timeout_s: int) -> None:
+    """Press an experiment's Run button and wait until its chart has drawn (and is not a notice)."""
+    page.click(f"#lab-{short}-run")
+    page.wait_for_selector(f"#lab-{short}-plot .vega-embed .marks", timeout=timeout_s * 1000)
+    assert page.locator(f"#lab-{short}-plot .vega-embed .error, #lab-{short}-plot .error").count() == 0
+    page.wait_for_function(f"() => !document.querySelector('#lab-{short}-note').innerText.includes('Not run yet')",
+                           timeout=10_000)
+
+
+def test_kv_cache_experiment_from_the_page(page, shots, tmp_path):
+    run_experiment(page, "kv", timeout_s=150)
+    note = page.inner_text("#lab-kv-note")
+    assert "faster" in note, note
+    assert "cache on" in page.inner_text("#lab-kv-table") and "cache off" in page.inner_text("#lab-kv-table")
+    page.locator("#lab-kv-plot").scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "lab-kv.png"), full_page=False)
+    # the export holds what was just measured
+    with page.expect_download() as info:
+        page.locator("#lab-export a").first.click()
+    path = tmp_path / "lab.json"
+    info.value.save_as(path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["kv_cache"]["speedup"] == data["kv_cache_speedup"] and data["experiments"] == ["kv_cache"]
+
+
+@pytest.mark.slow
+def test_other_experiments_from_the_page(page, shots):
+    """Roofline, attention kernels and weight formats at full size (about a minute and a half here)."""
+    for short, timeout_s in (("roofline", 60), ("attn", 90), ("weights", 90)):
+        run_experiment(page, short, timeout_s)
+        page.locator(f"#lab-{short}-plot").scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / f"lab-{short}.png"), full_page=False)
+    # another model in the roofline redraws it from the stored results, as a projection
+    page.locator("#lab-roofline-model input").click()
+    page.get_by_role("option", name="Llama-3-70B").click()
+    page.wait_for_function("() => document.querySelector('#lab-roofline-table').innerText.includes('Llama-3-70B')",
+                           timeout=15_000)
+    page.locator("#lab-roofline-plot").scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "lab-roofline-70b.png"), full_page=False)

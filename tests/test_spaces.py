@@ -1,0 +1,60 @@
+"""Hugging Face Spaces readiness: the README front matter, and a start that survives a model it
+cannot load."""
+
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_readme_front_matter_is_a_space_config():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.match(r"^---\n(.*?)\n---\n", text, re.S)
+    assert match, "README must start with YAML front matter"
+    meta = yaml.safe_load(match.group(1))
+    for key in ("title", "emoji", "sdk", "sdk_version", "app_file", "short_description"):
+        assert meta.get(key), key
+    assert meta["sdk"] == "gradio" and meta["app_file"] == "app.py"
+    assert len(meta["short_description"]) <= 60
+    pinned = re.search(r"^gradio==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M).group(1)
+    assert meta["sdk_version"] == pinned
+
+
+def test_gpu_decorator_is_a_no_op_without_spaces():
+    from ui.gpu import on_gpu, spaces
+
+    def work(x):
+        return x + 1
+    assert spaces is None and on_gpu(work) is work
+
+
+@pytest.mark.slow
+def test_unavailable_model_falls_back_to_the_embedded_one(output_dir):
+    port = 7900 + os.getpid() % 90
+    env = {**os.environ, "TBT_MODELS": "no-such-org/no-such-model-xyz,embedded", "HF_HUB_OFFLINE": "1"}
+    with open(output_dir / "fallback-server.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, env=env,
+                                stdout=log, stderr=subprocess.STDOUT)
+        try:
+            page = None
+            for _ in range(240):
+                assert proc.poll() is None, "the app exited instead of falling back"
+                try:
+                    page = urllib.request.urlopen(f"http://127.0.0.1:{port}/config", timeout=2).read().decode()
+                    break
+                except OSError:
+                    time.sleep(1)
+            assert page is not None, "the app did not start"
+            assert "could not be loaded" in page and "falls back to the embedded" in page
+            assert "no-such-org/no-such-model-xyz" in page
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)

@@ -1,0 +1,191 @@
+"""The Explore tab: one prompt, Run/Stop, the streaming answer, and a tab per chapter."""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+
+from viz import html
+
+from . import lab_tab, reasoning_tab
+from .actions import Actions
+from .gpu import on_gpu
+from .i18n import ASSETS, t
+from .runs import ENGINE_CONCURRENCY
+from .views import (decode_view, head_choices, kv_view, prefill_view, sampling_view, speed_view,
+                    tokens_view)
+
+CLICK_JS = """
+element.addEventListener('click', (e) => {
+  const chip = e.target.closest('[data-index],[data-step]');
+  if (!chip) return;
+  trigger('click', {index: Number(chip.dataset.index ?? chip.dataset.step)});
+});
+"""
+PRIVATE = {"api_visibility": "private"}
+ENGINE = {"concurrency_limit": ENGINE_CONCURRENCY, "concurrency_id": "engine"}
+
+
+def plot(elem_id: str) -> gr.Plot:
+    return gr.Plot(show_label=False, elem_id=elem_id)   # charts carry their own titles
+
+
+class Explore:
+    def __init__(self, actions: Actions, model_id: gr.components.Component, lang: gr.State):
+        self.actions, self.lang, self.model_id = actions, lang, model_id
+        engine = actions.engine
+        info, limits = engine.info, engine.limits
+        examples = json.loads((ASSETS / "examples.json").read_text(encoding="utf-8"))
+        self.trace = gr.State(None)
+        with gr.Row():
+            with gr.Column(scale=2):
+                self.prompt = gr.Textbox(label=t("prompt"), lines=3, max_lines=12, elem_id="prompt",
+                                         info=f"≤ {limits.max_prompt_chars:,} chars / {limits.max_prompt_tokens:,} tokens")
+                gr.Examples(examples=examples, inputs=self.prompt, label=t("examples"))
+                with gr.Row():
+                    self.run_btn = gr.Button(t("run"), variant="primary", elem_id="run")
+                    self.stop_btn = gr.Button(t("stop"), variant="stop", elem_id="stop")
+                with gr.Accordion(t("settings"), open=False):
+                    self.max_new = gr.Slider(1, limits.max_new_tokens, value=48, step=1, label=t("max_new_tokens"))
+                    self.temperature = gr.Slider(0, 2, value=0, step=0.05, label=t("temperature_greedy"))
+                    self.top_k = gr.Slider(0, 200, value=0, step=1, label=t("top_k_off"))
+                    self.top_p = gr.Slider(0.01, 1, value=1, step=0.01, label=t("top_p_off"))
+                    self.seed = gr.Number(value=0, precision=0, label=t("seed"), minimum=0)
+                    with gr.Row():
+                        self.attention_on = gr.Checkbox(value=True, label=t("capture_attention"))
+                        self.lens_on = gr.Checkbox(value=True, label=t("logit_lens"))
+                        self.template_on = gr.Checkbox(value=True, label=t("chat_template"))
+            with gr.Column(scale=3):
+                self.output = gr.HTML(elem_id="output", js_on_load=CLICK_JS)
+                self.status = gr.Markdown(elem_id="status")
+
+        with gr.Tabs():
+            with gr.Tab(t("tab_tokens"), id="tokens"):
+                self.prompt_chips = gr.HTML(elem_id="prompt-chips", js_on_load=CLICK_JS)
+                self.compare = gr.HTML(elem_id="compare")
+                with gr.Row():
+                    self.embedding_plot = plot("embedding")
+                    self.neighbors = gr.HTML(elem_id="neighbors")
+            with gr.Tab(t("tab_prefill"), id="prefill"):
+                self.prefill_facts = gr.Markdown(elem_id="prefill-facts")
+                with gr.Row():
+                    self.layer = gr.Slider(0, info.layers - 1, value=0, step=1, label=t("layer"),
+                                           elem_id="prefill-layer")
+                    self.head = gr.Dropdown(head_choices(info.heads), value="average", label=t("head"))
+                    self.query = gr.Slider(0, 255, value=0, step=1, label=t("query_token"))
+                self.heatmap, self.head_view = plot("heatmap"), plot("head-view")
+            with gr.Tab(t("tab_kv"), id="kv"):
+                self.kv_plot, self.projection_plot = plot("kv-growth"), plot("kv-projection")
+                self.projection_table = gr.Dataframe(label=t("projection_table"), interactive=False)
+            with gr.Tab(t("tab_decode"), id="decode"):
+                self.step = gr.Slider(0, 1, value=0, step=1, label=t("decode_step"), elem_id="step")
+                self.step_facts = gr.HTML(elem_id="step-facts")
+                self.candidates = plot("candidates")
+                with gr.Row():
+                    self.d_layer = gr.Slider(0, info.layers - 1, value=info.layers - 1, step=1, label=t("layer"))
+                    self.d_head = gr.Dropdown(head_choices(info.heads), value="average", label=t("head"))
+                self.attention_row, self.lens = plot("attention-row"), plot("lens")
+            with gr.Tab(t("tab_speed"), id="speed"):
+                self.speed_cards = gr.HTML(elem_id="speed-cards")
+                self.timeline, self.step_times = plot("timeline"), plot("step-times")
+                self.sweep_btn = gr.Button(t("sweep"), elem_id="sweep")
+                self.sweep_plot = plot("sweep-plot")
+            with gr.Tab(t("tab_lab"), id="lab"):
+                lab_tab.build(actions.engine, lang)
+            with gr.Tab(t("tab_reasoning"), id="reasoning"):
+                reasoning_tab.build(actions.engine, lang)
+            with gr.Tab(t("tab_sampling"), id="sampling"):
+                with gr.Row():
+                    self.s_step = gr.Slider(0, 1, value=0, step=1, label=t("decode_step"))
+                    self.s_temperature = gr.Slider(0, 3, value=1, step=0.05, label=t("temperature"))
+                    self.s_top_k = gr.Slider(0, 50, value=0, step=1, label=t("top_k_off"), elem_id="s-top-k")
+                    self.s_top_p = gr.Slider(0.01, 1, value=1, step=0.01, label=t("top_p"))
+                    self.s_seed = gr.Number(value=0, precision=0, label=t("seed"), minimum=0)
+                self.playground = plot("playground")
+                self.survivors = gr.HTML(elem_id="survivors")
+            with gr.Tab(t("tab_file"), id="file"):
+                self.download = gr.File(label=t("download"), interactive=False, elem_id="download")
+                self.upload = gr.File(label=t("upload"), file_types=[".json"], type="filepath", elem_id="upload")
+        self.wire()
+
+    # --- every chapter from one trace -----------------------------------------------------------
+    @property
+    def views(self) -> list:
+        return [self.prompt_chips, self.compare, self.prefill_facts, self.heatmap, self.head_view, self.kv_plot,
+                self.projection_plot, self.projection_table, self.step_facts, self.candidates,
+                self.attention_row, self.lens, self.speed_cards, self.timeline, self.step_times,
+                self.playground, self.survivors, self.download, self.step, self.s_step, self.query,
+                self.embedding_plot, self.neighbors, self.output]
+
+    @property
+    def render_inputs(self) -> list:
+        return [self.trace, self.layer, self.head, self.query, self.d_layer, self.d_head, self.s_temperature,
+                self.s_top_k, self.s_top_p, self.s_seed, self.lang]
+
+    def render_all(self, trace, layer, head, query, d_layer, d_head, temperature, top_k, top_p, seed, lang):
+        if trace is None:
+            return [gr.skip()] * len(self.views)
+        actions = self.actions
+        last = max(len(trace.steps) - 1, 0)
+        # the sampling playground opens on the step where the model was least sure
+        unsure = max(range(len(trace.steps)), key=lambda i: trace.steps[i].entropy_model, default=0)
+        mapped = (trace.attention.prefill_tokens if trace.attention else len(trace.prompt.tokens)) - 1
+        q = min(int(query or 0), mapped)
+        return [*tokens_view(trace, actions.comparison(trace), 0, lang),
+                *prefill_view(trace, layer, head, q, lang), *kv_view(trace, lang),
+                *decode_view(trace, last, d_layer, d_head, lang), *speed_view(trace, lang),
+                *sampling_view(trace, unsure, temperature, top_k, top_p, seed, lang), actions.trace_file(trace),
+                gr.update(maximum=max(last, 1), value=last), gr.update(maximum=max(last, 1), value=unsure),
+                gr.update(maximum=max(mapped, 1), value=q), *actions.embedding(trace, 0, lang),
+                # the marker tells a watcher (and the browser test) that every chapter is drawn
+                html.output_html(trace, lang=lang) + '<span class="tbt-rendered"></span>']
+
+    def wire(self) -> None:
+        actions = self.actions
+        settings_in = [self.max_new, self.temperature, self.top_k, self.top_p, self.seed, self.attention_on,
+                       self.lens_on, self.template_on]
+        run = gr.on([self.run_btn.click, self.prompt.submit], on_gpu(actions.run),
+                    inputs=[self.prompt, *settings_in, self.model_id, self.lang],
+                    outputs=[self.trace, self.output, self.status, self.prompt_chips], **ENGINE, **PRIVATE)
+        run.then(self.render_all, self.render_inputs, self.views, **PRIVATE)
+        self.stop_btn.click(actions.stop, None, None, queue=False, **PRIVATE)
+        self.upload.upload(actions.load, self.upload, self.trace, **PRIVATE).success(
+            self.render_all, self.render_inputs, self.views, **PRIVATE)
+
+        prefill_in = [self.trace, self.layer, self.head, self.query, self.lang]
+        for control in (self.layer, self.head, self.query):
+            control.input(lambda tr, *a: prefill_view(tr, *a) if tr else [gr.skip()] * 3, prefill_in,
+                          [self.prefill_facts, self.heatmap, self.head_view], **PRIVATE)
+        decode_out = [self.step_facts, self.candidates, self.attention_row, self.lens]
+        for control in (self.step, self.d_layer, self.d_head):
+            control.input(lambda tr, *a: decode_view(tr, *a) if tr else [gr.skip()] * 4,
+                          [self.trace, self.step, self.d_layer, self.d_head, self.lang], decode_out, **PRIVATE)
+
+        def pick_step(tr, d_layer, d_head, lang, evt: gr.EventData):
+            if tr is None:
+                return [gr.skip()] * 6
+            index = int(evt.index)
+            return [gr.update(value=index), gr.update(value=index), *decode_view(tr, index, d_layer, d_head, lang)]
+        self.output.click(pick_step, [self.trace, self.d_layer, self.d_head, self.lang],
+                          [self.step, self.s_step, *decode_out], **PRIVATE)
+
+        def pick_token(tr, lang, evt: gr.EventData):
+            if tr is None:
+                return [gr.skip()] * 3
+            return [tokens_view(tr, None, int(evt.index), lang)[0], *actions.embedding(tr, evt.index, lang)]
+        self.prompt_chips.click(pick_token, [self.trace, self.lang],
+                                [self.prompt_chips, self.embedding_plot, self.neighbors], **PRIVATE)
+
+        sampling_in = [self.trace, self.s_step, self.s_temperature, self.s_top_k, self.s_top_p, self.s_seed,
+                       self.lang]
+        for control in (self.s_step, self.s_temperature, self.s_top_k, self.s_top_p, self.s_seed):
+            control.input(lambda tr, *a: sampling_view(tr, *a) if tr else [gr.skip()] * 2, sampling_in,
+                          [self.playground, self.survivors], **PRIVATE)
+        self.sweep_btn.click(on_gpu(actions.sweep), [self.prompt, self.model_id, self.lang], self.sweep_plot,
+                             **ENGINE, **PRIVATE)
+
+        # The documented API: prompt + settings in, Trace JSON file out.
+        api_btn = gr.Button(visible=False)
+        api_btn.click(on_gpu(actions.api_trace), [self.prompt, *settings_in], gr.File(visible=False),
+                      api_name="trace", **ENGINE)

@@ -1,0 +1,60 @@
+"""The page's words in English and Simplified Chinese, through Gradio's own gr.I18n.
+
+Gradio picks the language from the browser (its Settings panel at the foot of the page switches
+it) and sets <html lang>. Charts and HTML drawn by viz/ are made on the server, so a small script
+(`LANG_SYNC_JS`) reports the page's language into a gr.State whenever <html lang> changes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gradio as gr
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+LANGS = ("en", "zh")
+
+
+def load_strings() -> dict[str, dict[str, str]]:
+    """Every key -> {"en": ..., "zh": ...}: assets/i18n.json plus the walkthrough's steps."""
+    strings = json.loads((ASSETS / "i18n.json").read_text(encoding="utf-8"))
+    walkthrough = json.loads((ASSETS / "walkthrough.json").read_text(encoding="utf-8"))
+    for i, step in enumerate(walkthrough["steps"]):
+        strings[f"wt_{i}_title"] = step["title"]
+        strings[f"wt_{i}_text"] = step["text"]
+    return strings
+
+
+STRINGS = load_strings()
+I18N = gr.I18n(**{lang: {k: v[lang] for k, v in STRINGS.items()} for lang in LANGS},
+               # browsers report regional tags; map the Chinese ones to our Simplified text
+               **{tag: {k: v["zh"] for k, v in STRINGS.items()} for tag in ("zh-CN", "zh-SG")})
+
+
+def t(key: str):
+    """A translatable text for a component (label, value, button)."""
+    if key not in STRINGS:
+        raise KeyError(f"no translation for {key!r}")
+    return I18N(key)
+
+
+def text(key: str, lang: str) -> str:
+    """The plain string, for text built on the server."""
+    return STRINGS[key].get(lang) or STRINGS[key]["en"]
+
+
+def lang_of(locale: str | None) -> str:
+    return "zh" if str(locale or "").lower().startswith("zh") else "en"
+
+
+# Reports {lang, present} now and whenever <html lang> changes (Gradio's language switch).
+LANG_SYNC_JS = """
+const present = new URLSearchParams(window.location.search).get('present') === '1';
+if (present) document.body.classList.add('tbt-present');
+const report = () => trigger('change', {
+  lang: document.documentElement.lang || navigator.language || 'en', present: present,
+});
+new MutationObserver(report).observe(document.documentElement, {attributes: true, attributeFilter: ['lang']});
+report();
+"""

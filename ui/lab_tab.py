@@ -1,0 +1,207 @@
+"""Chapter 6, the acceleration lab tab: four experiments, each with a Run button, a chart, a table and
+a two-line reading of its result; a Stop button and a JSON export of everything measured so far.
+
+Each visitor's results live in a gr.State (plain JSON-ready dicts). The experiments run the shared
+model pass by pass under the engine's lock; only one lab experiment runs at a time (its own
+concurrency group "lab", limit 1), since some load extra copies of the model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+
+import gradio as gr
+
+from engine import EngineError
+from engine.core import Engine
+from engine.lab import run_lab
+from viz import lab as charts
+from viz.labels import label
+from viz.notice import notice_chart
+
+from .runs import StopFlags
+
+try:                                        # ZeroGPU Spaces: GPU work runs inside spaces.GPU calls
+    from .gpu import on_gpu
+except ImportError:
+    def on_gpu(fn):
+        return fn
+
+log = logging.getLogger(__name__)
+
+# (experiment key, short id used in elem_ids, heading label, explanation label, chart, table)
+SECTIONS = (
+    ("kv_cache", "kv", "lab_kv_heading", "lab_kv_explain", charts.kv_chart, charts.kv_table),
+    ("attention", "attn", "lab_attn_heading", "lab_attn_explain", charts.attention_chart, charts.attention_table),
+    ("weights", "weights", "lab_weights_heading", "lab_weights_explain", charts.weights_chart,
+     charts.weights_table),
+    ("roofline", "roofline", "lab_roof_heading", "lab_roof_explain", charts.roofline_chart, charts.roofline_table),
+)
+META_KEYS = ("schema", "created", "quick", "model", "device", "dtype", "attn_implementation", "threads", "torch")
+
+
+class LabFiles:
+    """JSON exports of a visitor's lab results; the oldest are deleted beyond `keep`."""
+
+    def __init__(self, keep: int = 32):
+        self.folder = Path(tempfile.mkdtemp(prefix="tbt-lab-"))
+        self.keep = keep
+        self._lock = threading.Lock()
+
+    def write(self, results: dict) -> str:
+        path = self.folder / f"lab-{uuid.uuid4().hex[:12]}.json"
+        path.write_text(json.dumps(results, indent=1, allow_nan=False), encoding="utf-8")
+        with self._lock:
+            files = sorted(self.folder.glob("lab-*.json"), key=lambda p: p.stat().st_mtime)
+            for old in files[:-self.keep]:
+                old.unlink(missing_ok=True)
+        return str(path)
+
+
+def merge(results: dict | None, new: dict) -> dict:
+    """This visitor's results with one more experiment's section (and its timing) folded in."""
+    merged = dict(results or {})
+    merged.update({k: new[k] for k in META_KEYS if k in new})
+    for name in new.get("experiments", []):
+        if name in new:
+            merged[name] = new[name]
+    merged["seconds"] = {**merged.get("seconds", {}), **new.get("seconds", {})}
+    merged["experiments"] = [name for name, *_ in SECTIONS if name in merged]
+    merged["kv_cache_speedup"] = (merged.get("kv_cache") or {}).get("speedup")
+    return merged
+
+
+def _chart(draw, results, lang, **kwargs):
+    try:
+        return draw(results, lang=lang, **kwargs)
+    except ValueError as exc:
+        return notice_chart(str(exc))
+
+
+def _table(draw, results, lang, **kwargs):
+    try:
+        return draw(results, lang=lang, **kwargs)
+    except ValueError:
+        return None
+
+
+def note_md(results: dict, name: str, lang: str) -> str:
+    """The reading of one experiment's result, with how long it took."""
+    try:
+        text = charts.SUMMARIES[name](results, lang)
+    except ValueError as exc:
+        return str(exc)
+    seconds = (results.get("seconds") or {}).get(name)
+    return f"**{text}**" + (f" ({label('lab_took', lang, s=f'{seconds:.0f}')})" if seconds is not None else "")
+
+
+class LabActions:
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.flags = StopFlags()
+        self.files = LabFiles()
+
+    def runner(self, name: str, draw, table):
+        @on_gpu
+        def run(results, lang, model_choice, request: gr.Request, progress=gr.Progress()):
+            session = request.session_hash if request else "anonymous"
+            flag = self.flags.start(session)
+            progress(0, desc=label("lab_run", lang))
+            try:
+                new = run_lab(self.engine, only=[name], cancel=flag,
+                              progress=lambda f, text: progress(f, desc=text))
+            except EngineError as exc:
+                raise gr.Error(label("lab_failed", lang, error=str(exc))) from None
+            except Exception as exc:          # a kernel or a library failed: say so on the page
+                log.exception("lab experiment %s failed", name)
+                raise gr.Error(label("lab_failed", lang, error=f"{type(exc).__name__}: {str(exc)[:300]}")) from None
+            finally:
+                self.flags.end(session, flag)
+            merged = merge(results, new)
+            extra = {"model": model_choice} if name == "roofline" else {}
+            return (merged, _chart(draw, merged, lang, **extra), _table(table, merged, lang, **extra),
+                    note_md(merged, name, lang), self.files.write(merged))
+        return run
+
+    def stop(self, request: gr.Request):
+        if request:
+            self.flags.stop(request.session_hash)
+
+
+def roofline_choices(engine: Engine) -> list[str]:
+    from engine.lab.roofline import model_configs
+    return [m["name"] for m in model_configs(engine)]
+
+
+def explain_md(heading: str, explain: str, lang: str) -> str:
+    """A section's heading and its two-line explanation (the second line in italics)."""
+    first, second = label(explain, lang).split("\n")
+    return f"### {label(heading, lang)}\n{first}  \n*{second}*"
+
+
+def section_views(results: dict, name: str, draw, table, lang: str, model: str | None = None) -> tuple:
+    """(chart, table, note) of one experiment from the stored results, or placeholders before a run."""
+    if not (results or {}).get(name):
+        return None, None, label("lab_not_run_yet", lang)
+    extra = {"model": model} if name == "roofline" else {}
+    return _chart(draw, results, lang, **extra), _table(table, results, lang, **extra), note_md(results, name, lang)
+
+
+def build(engine: Engine, lang: gr.State) -> None:
+    """The tab's components and events, inside the caller's `with gr.Tab(...)`. The text starts in
+    English and follows the page's language (`lang`) when it changes, charts included."""
+    actions = LabActions(engine)
+    results = gr.State({})
+    intro = gr.Markdown(label("lab_intro", "en"), elem_id="lab-intro")
+    with gr.Row():
+        stop = gr.Button(label("lab_stop", "en"), variant="stop", elem_id="lab-stop", scale=0, min_width=120)
+        export = gr.File(label=label("lab_export", "en"), interactive=False, elem_id="lab-export")
+    models = roofline_choices(engine)
+    parts: dict[str, dict] = {}
+    for name, short, heading, explain, draw, table in SECTIONS:
+        explanation = gr.Markdown(explain_md(heading, explain, "en"), elem_id=f"lab-{short}-explain")
+        with gr.Row():
+            run = gr.Button(label("lab_run", "en"), variant="primary", elem_id=f"lab-{short}-run", scale=0,
+                            min_width=120)
+            pick = gr.Dropdown(models, value=models[0], label=label("lab_model_pick", "en"),
+                               elem_id="lab-roofline-model", scale=1) if name == "roofline" else None
+            note = gr.Markdown(label("lab_not_run_yet", "en"), elem_id=f"lab-{short}-note")
+        plot = gr.Plot(show_label=False, elem_id=f"lab-{short}-plot")
+        frame = gr.Dataframe(interactive=False, elem_id=f"lab-{short}-table", wrap=True)
+        parts[name] = {"explain": explanation, "run": run, "pick": pick, "note": note, "plot": plot,
+                       "frame": frame}
+        run.click(actions.runner(name, draw, table), [results, lang, pick or gr.State(None)],
+                  [results, plot, frame, note, export],
+                  concurrency_limit=1, concurrency_id="lab", api_visibility="private")
+    stop.click(actions.stop, None, None, queue=False, api_visibility="private")
+
+    roof = parts["roofline"]
+    # choosing another model redraws the roofline from the results already measured (no model run)
+    roof["pick"].change(lambda r, lang_v, m: section_views(r, "roofline", charts.roofline_chart,
+                                                            charts.roofline_table, lang_v, m)[:2]
+                        if (r or {}).get("roofline") else (gr.skip(), gr.skip()),
+                        [results, lang, roof["pick"]], [roof["plot"], roof["frame"]], queue=False,
+                        api_visibility="private")
+
+    # the page's language became known or changed: every text and chart of the tab follows it
+    outputs = [intro, stop, export]
+    for name, *_ in SECTIONS:
+        p = parts[name]
+        outputs += [p["explain"], p["run"], p["note"], p["plot"], p["frame"]]
+    outputs.append(roof["pick"])
+
+    def relabel(r, lang_v, model):
+        updates = [label("lab_intro", lang_v), gr.update(value=label("lab_stop", lang_v)),
+                   gr.update(label=label("lab_export", lang_v))]
+        for name, short, heading, explain, draw, table in SECTIONS:
+            chart, frame, note = section_views(r, name, draw, table, lang_v, model)
+            updates += [explain_md(heading, explain, lang_v), gr.update(value=label("lab_run", lang_v)), note,
+                        chart if chart is not None else gr.skip(), frame if frame is not None else gr.skip()]
+        updates.append(gr.update(label=label("lab_model_pick", lang_v)))
+        return updates
+    lang.change(relabel, [results, lang, roof["pick"]], outputs, queue=False, api_visibility="private")

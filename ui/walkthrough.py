@@ -1,0 +1,174 @@
+"""The Walkthrough: the whole story in eight steps on one prompt, for a talk or a first visit.
+
+Each step shows our explanation (English or Chinese) next to the live visual of its chapter,
+drawn from traces recorded with our own CLI (assets/traces/, `make traces`), so it works at once
+and without running the model; "Run live" replaces the recording with a run on this machine.
+Keys: arrows or PageUp/PageDown (what presentation clickers send) press the visible Back/Next.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+import gradio as gr
+
+from engine import EngineError
+from engine.trace import Trace
+from viz import attention, decode, html, kv, speed
+from viz import reasoning as rviz
+from viz.sampling import playground_chart
+from viz.theme import presentable
+
+from .i18n import ASSETS, t, text
+from .reasoning_tab import interleave
+from .views import chart_or_notice
+
+STEPS = 8
+KEYS_JS = """
+document.addEventListener('keydown', (e) => {
+  if (e.target.closest('input, textarea, select, [contenteditable]')) return;
+  const forward = ['ArrowRight', 'PageDown'].includes(e.key), back = ['ArrowLeft', 'PageUp'].includes(e.key);
+  if (!forward && !back) return;
+  const buttons = [...document.querySelectorAll(forward ? '.tbt-next' : '.tbt-back')];
+  const visible = buttons.find((b) => b.offsetParent !== null);
+  if (visible) { e.preventDefault(); visible.click(); }
+});
+"""
+
+
+@lru_cache(maxsize=4)
+def recorded(lang: str) -> dict[str, Trace]:
+    """The recorded normal and reasoning traces of the walkthrough prompt in `lang`."""
+    return {mode: Trace.from_json((ASSETS / "traces" / f"{lang}-{mode}.json").read_text(encoding="utf-8"))
+            for mode in ("normal", "reasoning")}
+
+
+@lru_cache(maxsize=1)
+def recorded_lab() -> dict | None:
+    try:
+        return json.loads((ASSETS / "lab" / "recorded.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def prompt_of(lang: str) -> str:
+    return json.loads((ASSETS / "walkthrough.json").read_text(encoding="utf-8"))["prompt"][lang]
+
+
+def _unsure_step(trace: Trace) -> int:
+    return max(range(len(trace.steps)), key=lambda i: trace.steps[i].entropy_model, default=0)
+
+
+class Walkthrough:
+    def __init__(self, engine, actions):
+        self.engine, self.actions = engine, actions
+
+    def views(self, live: dict | None, lang: str, present: bool) -> list:
+        """Every step's visual, from the live traces if there are any, else the recording."""
+        from engine.sampling import playground   # torch-side: transformers' own warpers
+        traces = live or recorded(lang)
+        normal, reasoning = traces["normal"], traces["reasoning"]
+        size = (440, 230) if present else (500, 260)   # fits a 1280x720 screen next to the text
+
+        def draw(fn, *args):
+            return presentable(chart_or_notice(fn, *args, lang=lang), size, big=present)
+
+        unsure = _unsure_step(normal)
+        rows = playground(normal.steps[unsure].candidates, 1.0, 10, 0.9) if normal.steps else []
+        source = (text("wt_live", lang) if live else
+                  text("wt_recorded", lang).format(date=normal.created[:10], device=normal.model.device))
+        return [
+            source,
+            html.compare_html(*self.actions.comparison(normal), lang=lang),
+            draw(attention.heatmap, normal, normal.model.layers // 2, None),
+            draw(kv.kv_growth_chart, normal),
+            draw(decode.candidates_chart, normal, unsure), html.output_html(normal, unsure, lang=lang),
+            draw(speed.timeline_chart, normal), html.speed_html(normal, lang=lang),
+            draw(self.lab_chart, recorded_lab()),
+            draw(rviz.compare_timeline, normal, reasoning),
+            rviz.reasoning_html(normal, lang), rviz.reasoning_html(reasoning, lang),
+            draw(playground_chart, rows[:10]),
+        ]
+
+    @staticmethod
+    def lab_chart(lab: dict | None, lang: str):
+        from viz import lab as lab_viz
+        if not lab:
+            raise ValueError(text("wt_no_lab", lang))
+        return lab_viz.kv_chart(lab, lang=lang)
+
+    def run_live(self, lang, present, request: gr.Request):
+        """Run the walkthrough prompt now, normal and reasoning side by side, then redraw every step."""
+        prompt = prompt_of(lang)
+        try:
+            for normal, reasoning, finished in interleave(self.engine, prompt, 48, 40, attention=True):
+                if finished:
+                    live = {"normal": normal, "reasoning": reasoning}
+                    yield [live, *self.views(live, lang, present)]
+                else:
+                    yield [gr.skip(), text("wt_running", lang).format(n=len(normal.steps) + len(reasoning.steps)),
+                           *[gr.skip()] * 12]
+        except EngineError as exc:
+            raise gr.Error(str(exc)) from None
+
+
+def build(engine, actions, lang, present) -> list:
+    """Lay out the walkthrough inside the current container; returns what `views` fills, in order."""
+    wt = Walkthrough(engine, actions)
+    live = gr.State(None)
+    with gr.Row():
+        source = gr.Markdown(elem_id="wt-source")
+        run_live = gr.Button(t("run_live"), size="sm", elem_id="wt-run-live")
+        use_recording = gr.Button(t("use_recording"), size="sm", elem_id="wt-use-recording")
+    gr.Markdown(t("keys_hint"), elem_classes="tbt-hint")
+    outputs = [source]
+    with gr.Walkthrough(selected=0, elem_id="walkthrough") as walk:
+        for i in range(STEPS):
+            with gr.Step(t(f"wt_{i}_title"), id=i, elem_id=f"wt-step-{i}"):
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=2, min_width=300):
+                        gr.Markdown(t(f"wt_{i}_text"), elem_classes="tbt-wt-text")
+                        with gr.Row():
+                            back = gr.Button(t("back"), size="sm", elem_classes="tbt-back",
+                                             interactive=i > 0)
+                            forward = gr.Button(t("next"), size="sm", elem_classes="tbt-next",
+                                                interactive=i < STEPS - 1)
+                    with gr.Column(scale=4, min_width=480, elem_classes="tbt-wt-visual"):
+                        outputs += _visual(i)
+                back.click(lambda i=i: gr.Walkthrough(selected=max(i - 1, 0)), None, walk, queue=False,
+                           api_visibility="private")
+                forward.click(lambda i=i: gr.Walkthrough(selected=min(i + 1, STEPS - 1)), None, walk,
+                              queue=False, api_visibility="private")
+    gr.HTML("", js_on_load=KEYS_JS, visible=True, elem_id="wt-keys")
+
+    run_live.click(wt.run_live, [lang, present], [live, *outputs], concurrency_id="engine",
+                   api_visibility="private")
+    use_recording.click(lambda lg, pr: [None, *wt.views(None, lg, pr)], [lang, present], [live, *outputs],
+                        api_visibility="private")
+    return wt, live, outputs
+
+
+def _visual(i: int) -> list:
+    """The components that show step i's chapter."""
+    def plot(name):
+        return gr.Plot(show_label=False, elem_id=f"wt-{name}")
+
+    if i == 0:
+        return [gr.HTML(elem_id="wt-compare")]
+    if i == 1:
+        return [plot("heatmap")]
+    if i == 2:
+        return [plot("kv")]
+    if i == 3:
+        return [plot("candidates"), gr.HTML(elem_id="wt-output")]
+    if i == 4:
+        return [plot("timeline"), gr.HTML(elem_id="wt-speed")]
+    if i == 5:
+        return [plot("lab")]
+    if i == 6:
+        chart = plot("reasoning-chart")
+        with gr.Row():
+            columns = [gr.HTML(elem_id="wt-normal"), gr.HTML(elem_id="wt-reasoning")]
+        return [chart, *columns]
+    return [plot("playground")]
