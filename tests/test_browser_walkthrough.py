@@ -32,6 +32,8 @@ def test_walk_all_steps_with_the_keyboard(browser, app_url, output_dir, locale):
             assert NEXT[locale] in page.inner_text(f"#wt-step-{step}")
             box = page.locator(visual).bounding_box()
             assert box["y"] >= 0 and box["y"] + min(box["height"], 260) <= 720, (step, box)   # no scrolling
+            # nothing still re-rendering (Gradio fades pending components)
+            page.wait_for_function("() => !document.querySelector('.pending:not(.step-button)')", timeout=30_000)
             page.screenshot(path=str(shots / f"walkthrough-{locale[:2]}-{step + 1}.png"))
             page.keyboard.press("ArrowRight" if step % 2 == 0 else "PageDown")
             if step < 7:

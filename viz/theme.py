@@ -58,11 +58,15 @@ def presentable(chart, size: tuple[int, int] | None = None, big: bool = False):
     projector (`big`), with larger type and heavier marks."""
     if size is not None and isinstance(chart, (alt.Chart, alt.LayerChart)):
         chart = chart.properties(width=size[0], height=size[1])
-    if size is not None:   # long titles would widen the chart past its box: cut them with an ellipsis
-        chart = chart.configure_title(limit=size[0] + 120)
+    # one configure_title call: a second one would replace the first. Long titles and subtitles
+    # would widen the chart past its box, so they are cut with an ellipsis.
+    title = {"limit": size[0] + 120} if size is not None else {}
+    if big:
+        title.update(fontSize=24, subtitleFontSize=16, color="#000", subtitleColor="#222")
+    if title:
+        chart = chart.configure_title(**title)
     if big:
         chart = (chart.configure_axis(labelFontSize=17, titleFontSize=18, labelColor="#000", titleColor="#000")
                  .configure_legend(labelFontSize=17, titleFontSize=18)
-                 .configure_title(fontSize=24, subtitleFontSize=16, color="#000", subtitleColor="#222")
                  .configure_header(labelFontSize=17, titleFontSize=18))
     return chart
