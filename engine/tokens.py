@@ -72,8 +72,11 @@ def prompt_tokens(tb: TokenBytes, text: str, ids: list[int]) -> list[PromptToken
     for tid in ids:
         raw = tb.bytes_of(tid)
         special = tid in tb.special_ids
-        if raw and data.startswith(raw, cursor):
-            b0, b1 = cursor, cursor + len(raw)
+        # a vocabulary without some bytes drops them silently (SmolLM2 has no token for 0xF1, so
+        # U+40000 becomes three 0x80 tokens): look a few bytes ahead before giving up
+        found = data.find(raw, cursor, cursor + len(raw) + 4) if raw else -1
+        if found >= 0:
+            b0, b1 = found, found + len(raw)
             cursor = b1
         else:  # a token whose bytes are not in the text (e.g. an added BOS): zero width
             b0 = b1 = cursor
