@@ -8,17 +8,19 @@ Hosts choose the models with TBT_MODELS (see README); visitors pick among those.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 from pathlib import Path
 
 import gradio as gr
 
+from engine.request import Limits
 from engine.trace import ModelInfo
 from ui import walkthrough
 from ui.actions import Actions
 from ui.explore import Explore
-from ui.i18n import I18N, LANG_SYNC_JS, lang_of, t
+from ui.i18n import I18N, LANG_SYNC_JS, lang_of, t, text
 from ui.models import Models, allowed_from_env
 from viz.css import CSS
 
@@ -32,6 +34,20 @@ def model_line(i: ModelInfo) -> str:
     return (f"**Model** `{i.id}` ({i.architecture}, {i.parameters / 1e6:.0f}M parameters, {i.layers} layers, "
             f"{i.heads} heads / {i.kv_heads} KV heads){quant} · **{i.dtype}** on **{i.device}** · "
             f"attention kernel **{i.attn_implementation}**")
+
+
+def caps_md(limits: Limits, lang: str) -> str:
+    """The host's caps, as the visitor sees them."""
+    return text("caps", lang).format(
+        chars=f"{limits.max_prompt_chars:,}", tokens=f"{limits.max_prompt_tokens:,}", new=f"{limits.max_new_tokens:,}",
+        mb=f"{limits.max_upload_bytes / 1e6:.0f}", lab=f"{limits.lab_max_prompt_tokens:,}", seconds=limits.lab_seconds)
+
+
+def server_status(models: Models) -> dict:
+    """For hosts' health checks and for tests: runs in progress, the models offered, the caps."""
+    return {"active_runs": sum(e.active_runs for e in models.engines.values()),
+            "models": models.allowed, "default": models.default, "loaded": list(models.engines),
+            "limits": dataclasses.asdict(models.engine.limits)}
 
 
 def build(models: Models) -> gr.Blocks:
@@ -49,6 +65,7 @@ def build(models: Models) -> gr.Blocks:
             model_id = gr.Dropdown(models.allowed, value=models.default, label=t("model_choice"),
                                    visible=len(models.allowed) > 1, elem_id="model-choice")
             gr.Markdown(t("language_hint"), elem_classes="tbt-hint")
+            caps = gr.Markdown(caps_md(models.engine.limits, "en"), elem_classes="tbt-hint", elem_id="caps")
         sync = gr.HTML("", js_on_load=LANG_SYNC_JS, elem_id="lang-sync")
         with gr.Tabs(elem_id="top-tabs") as top:
             with gr.Tab(t("tab_explore"), id="explore"):
@@ -60,12 +77,18 @@ def build(models: Models) -> gr.Blocks:
             """The page's language or ?present=1 became known: redraw in that language."""
             language, wants_present = lang_of(evt.lang), bool(evt.present) or current_present
             return [language, wants_present, gr.Tabs(selected="walkthrough") if wants_present else gr.skip(),
-                    wants_present]
-        sync.change(on_sync, [present], [lang, present, top, presenter], api_visibility="private").then(
+                    wants_present, caps_md(models.engine.limits, language)]
+        sync.change(on_sync, [present], [lang, present, top, presenter, caps], api_visibility="private").then(
             explore.render_all, explore.render_inputs, explore.views, api_visibility="private").then(
             wt.views, [live, lang, present], wt_outputs, api_visibility="private")
         presenter.input(lambda on: on, presenter, present, js=PRESENTER_JS, api_visibility="private").then(
             wt.views, [live, lang, present], wt_outputs, api_visibility="private")
+
+        # documented API besides /trace and /compare: the server's state, and reading a trace file
+        hidden = gr.Button(visible=False)
+        hidden.click(lambda: server_status(models), None, gr.JSON(visible=False), api_name="status", queue=False)
+        hidden.click(actions.api_read_trace, gr.File(visible=False, type="filepath"), gr.Textbox(visible=False),
+                     api_name="read_trace")
     return demo
 
 
@@ -77,9 +100,11 @@ def main() -> None:
     parser.add_argument("--share", action="store_true", help="also serve through a public gradio.live link")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    demo = build(Models(allowed_from_env(args.model)))
+    models = Models(allowed_from_env(args.model))
+    demo = build(models)
     demo.queue(max_size=64).launch(server_name=args.host, server_port=args.port, share=args.share,
-                                   show_error=False, css=CSS + PAGE_CSS, i18n=I18N)
+                                   show_error=False, css=CSS + PAGE_CSS, i18n=I18N,
+                                   max_file_size=models.engine.limits.max_upload_bytes)
 
 
 if __name__ == "__main__":

@@ -32,10 +32,21 @@ class Engine:
         self.token_bytes = TokenBytes(self.tokenizer)
         self.device = self.model.device
         self.lock = threading.RLock()
+        self._runs = 0                   # runs started and not yet finished, cancelled or closed
+        self._runs_lock = threading.Lock()
         eos = self.model.generation_config.eos_token_id
         eos = eos if isinstance(eos, list) else [eos]
         self.eos_ids = {int(e) for e in eos + [self.tokenizer.eos_token_id] if e is not None}
         self.thinking_style = thinking_style(self.tokenizer)   # switch / tags / scaffold
+
+    @property
+    def active_runs(self) -> int:
+        """Runs in progress on this engine (a host's health check; tests of Stop and disconnects)."""
+        return self._runs
+
+    def _count_run(self, delta: int) -> None:
+        with self._runs_lock:
+            self._runs += delta
 
     def ensure_device(self) -> None:
         """Move the model to CUDA if CUDA appeared after loading: ZeroGPU Spaces grant a GPU only

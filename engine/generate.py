@@ -85,6 +85,7 @@ class Run:
 
     def events(self) -> Generator[Event, None, Trace]:
         trace = self.trace
+        self.engine._count_run(+1)
         try:
             yield Event("tokens", trace)
             reason = self.prefill()
@@ -99,6 +100,7 @@ class Run:
             yield Event("done", trace)
             return trace
         finally:                      # closed early (GeneratorExit) or failed: keep the partial trace
+            self.engine._count_run(-1)
             if trace.summary is None:
                 self.finish("cancelled")
 

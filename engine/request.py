@@ -32,6 +32,9 @@ class Limits:
     attention_max_prompt_tokens: int = 2_048  # longer prompts cannot capture attention at all
     attention_max_bytes: int = 48_000_000  # compressed attention rows kept per trace
     max_top_candidates: int = 100
+    max_upload_bytes: int = 64_000_000     # trace files a visitor may load
+    lab_max_prompt_tokens: int = 2_048     # longest prefill the lab's attention experiment runs
+    lab_seconds: int = 50                  # time budget of one lab experiment's growing sizes
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -39,6 +42,9 @@ class Limits:
             max_prompt_chars=_env_int("TBT_MAX_PROMPT_CHARS", cls.max_prompt_chars),
             max_prompt_tokens=_env_int("TBT_MAX_PROMPT_TOKENS", cls.max_prompt_tokens),
             max_new_tokens=_env_int("TBT_MAX_NEW_TOKENS", cls.max_new_tokens),
+            max_upload_bytes=_env_int("TBT_MAX_UPLOAD_MB", cls.max_upload_bytes // 1_000_000) * 1_000_000,
+            lab_max_prompt_tokens=_env_int("TBT_LAB_MAX_TOKENS", cls.lab_max_prompt_tokens),
+            lab_seconds=_env_int("TBT_LAB_SECONDS", cls.lab_seconds),
         )
 
 

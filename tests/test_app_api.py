@@ -47,10 +47,10 @@ def test_four_clients_at_once_each_get_their_own_trace(app_url, engine):
 
 @pytest.mark.parametrize("prompt, overrides, message", [
     ("", {}, "empty"),
-    # out-of-range slider values are refused by Gradio's own check, before our code runs
-    ("Hello", {"temperature": -1.0}, "less than minimum value 0"),
-    ("Hello", {"top_p": 0.0}, "less than minimum value 0.01"),
-    ("Hello", {"max_new_tokens": 0}, "less than minimum value 1"),
+    # out-of-range values are refused by the engine, naming the setting and its range
+    ("Hello", {"temperature": -1.0}, r"temperature must be in \[0, 100\]"),
+    ("Hello", {"top_p": 0.0}, r"top_p must be in \(0, 1\]"),
+    ("Hello", {"max_new_tokens": 0}, r"max_new_tokens must be in \[1, 1024\]"),
     ("x" * 20_001, {}, "limit is 20,000"),
 ])
 def test_bad_input_gets_a_clear_message(client, prompt, overrides, message):

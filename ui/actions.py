@@ -28,7 +28,6 @@ from .models import Models
 from .runs import StopFlags, TraceFiles
 from .views import clamp
 
-MAX_UPLOAD_BYTES = 64_000_000
 STREAM_INTERVAL_S = 0.1
 
 
@@ -37,6 +36,8 @@ def _int(name: str, value, default: int) -> int:
         return default
     if isinstance(value, float) and not math.isfinite(value):
         raise gr.Error(f"{name} must be a finite number")
+    if isinstance(value, float) and not value.is_integer():   # sliders send 48.0; 2.5 is a mistake
+        raise gr.Error(f"{name} must be a whole number, got {value!r}")
     try:
         return int(value)
     except (TypeError, ValueError):
@@ -151,16 +152,28 @@ class Actions:
 
     # --- load / API / sweep -------------------------------------------------------------------
     def load(self, path: str | None) -> Trace:
+        """A visitor's trace file, read as data only; every failure says what is wrong with it."""
         if not path:
             raise gr.Error("choose a trace JSON file to load")
-        size = Path(path).stat().st_size
-        if size > MAX_UPLOAD_BYTES:
-            raise gr.Error(f"that file is {size / 1e6:.0f} MB; traces up to {MAX_UPLOAD_BYTES / 1e6:.0f} MB "
-                           "can be loaded")
+        cap = self.engine.limits.max_upload_bytes
         try:
-            return Trace.from_json(Path(path).read_bytes(), max_bytes=MAX_UPLOAD_BYTES)
+            size = Path(path).stat().st_size
+        except OSError:
+            raise gr.Error("the uploaded file could not be read; upload it again") from None
+        if size > cap:
+            raise gr.Error(f"that file is {size / 1e6:.0f} MB; traces up to {cap / 1e6:.0f} MB can be loaded")
+        try:
+            return Trace.from_json(Path(path).read_bytes(), max_bytes=cap)
         except EngineError as exc:
             raise gr.Error(f"this file is not a usable trace: {exc}") from None
+
+    def api_read_trace(self, path: str | None) -> str:
+        """Read a trace JSON file exactly as the page's upload does; returns what it holds, in one line."""
+        trace = self.load(path)
+        s = trace.summary
+        speed = (f"TTFT {s.ttft_ms:.0f} ms, TPOT {s.tpot_ms:.1f} ms, stop: {s.stop_reason}" if s else "unfinished")
+        return (f"{trace.model.id} · {len(trace.prompt.tokens)} prompt tokens · {len(trace.steps)} new tokens · "
+                f"{speed}")
 
     def api_trace(self, prompt: str, max_new_tokens: float, temperature: float, top_k: float,
                   top_p: float, seed: float, attention: bool, logit_lens: bool, chat_template: bool):

@@ -9,6 +9,7 @@ import gradio as gr
 from viz import html
 
 from . import lab_tab, reasoning_tab
+from .api_inputs import ApiFlag, ApiNumber, ApiText
 from .actions import Actions
 from .gpu import on_gpu
 from .i18n import ASSETS, t
@@ -187,5 +188,7 @@ class Explore:
 
         # The documented API: prompt + settings in, Trace JSON file out.
         api_btn = gr.Button(visible=False)
-        api_btn.click(on_gpu(actions.api_trace), [self.prompt, *settings_in], gr.File(visible=False),
+        api_in = [ApiText("prompt"), *map(ApiNumber, ("max_new_tokens", "temperature", "top_k", "top_p", "seed")),
+                  *map(ApiFlag, ("attention", "logit_lens", "chat_template"))]
+        api_btn.click(on_gpu(actions.api_trace), api_in, gr.File(visible=False),
                       api_name="trace", **ENGINE)

@@ -4,6 +4,7 @@ against thinking budget on the built-in questions."""
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from engine.trace import Settings
 from viz import reasoning as rviz
 from viz.notice import notice_chart
 
+from .api_inputs import ApiNumber, ApiText
 from .gpu import on_gpu
 from .i18n import t
 from .runs import ENGINE_CONCURRENCY, StopFlags, TraceFiles
@@ -25,6 +27,13 @@ EXAMPLES = [["What is 17 + 25?"], ["Tom has 5 apples and buys 7 more. How many a
             ["小明有 12 个苹果，吃掉了 5 个，还剩几个？"], ["今天是星期三，两天后是星期几？"]]
 BUDGETS = [0, 16, 32, 64, 128, 256]
 STREAM_INTERVAL_S = 0.15
+
+
+def whole(name: str, value, least: int) -> int:
+    """An API argument that must be a whole number; the engine checks the upper caps."""
+    if value is None or not math.isfinite(value) or value != int(value) or value < least:
+        raise gr.Error(f"{name} must be a whole number of at least {least}, got {value!r}")
+    return int(value)
 
 
 def settings_pair(budget, answer_tokens, attention: bool = False) -> tuple[Settings, Settings]:
@@ -78,6 +87,7 @@ class ReasoningTab:
 
     def api_compare(self, prompt: str, thinking_budget: float, answer_tokens: float):
         """Both runs to the end; returns the normal and the reasoning Trace as JSON files."""
+        thinking_budget, answer_tokens = whole("thinking_budget", thinking_budget, 0), whole("answer_tokens", answer_tokens, 1)
         try:
             for normal, reasoning, _ in interleave(self.engine, prompt, thinking_budget, answer_tokens):
                 pass
@@ -166,6 +176,6 @@ def build(engine, lang) -> None:
     stop.click(tab.stop, None, None, queue=False, api_visibility="private")
 
     api_btn = gr.Button(visible=False)
-    api_btn.click(on_gpu(tab.api_compare), [prompt, budget, answer_tokens],
+    api_btn.click(on_gpu(tab.api_compare), [ApiText("prompt"), ApiNumber("thinking_budget"), ApiNumber("answer_tokens")],
                   [gr.File(visible=False), gr.File(visible=False)], api_name="compare",
                   concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine")

@@ -61,9 +61,13 @@ def prefill(engine: Engine, ids: torch.Tensor, implementation: str) -> torch.Ten
 def run(engine: Engine, quick: bool = False, progress=None, cancel: threading.Event | None = None,
         lengths: tuple[int, ...] | None = None, repeats: int | None = None,
         budget_s: float | None = None) -> dict:
+    limits = getattr(engine, "limits", None)
+    if lengths is None and limits is not None:     # the host's cap on lab sizes
+        lengths = tuple(n for n in LENGTHS[quick] if n <= limits.lab_max_prompt_tokens) or LENGTHS[quick][:1]
     lengths = lengths or LENGTHS[quick]
     repeats = repeats or REPEATS[quick]
-    budget_s = budget_s if budget_s is not None else BUDGET_S[quick]
+    if budget_s is None:
+        budget_s = min(BUDGET_S[quick], limits.lab_seconds) if limits is not None else BUDGET_S[quick]
     fa2_missing = flash_attention_status(engine)
     impls = ["eager", "sdpa"] + ([FA2] if fa2_missing is None else [])
     cfg = engine.model.config.get_text_config()

@@ -1,0 +1,59 @@
+"""Inputs of the documented API (/trace, /compare) that answer a wrong value with a message.
+
+Gradio hides its own conversion errors from callers when `show_error` is off (as it is here, so
+that no internal error text reaches a visitor): a string or NaN sent for a slider would come back
+as a bare "error". These inputs check only the type; ranges and finiteness are left to the engine,
+whose messages name the setting and its allowed range.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from gradio.events import Dependency
+
+class ApiNumber(gr.Number):
+    def __init__(self, name: str):
+        super().__init__(label=name, visible=False)
+
+    def preprocess(self, payload):
+        if payload is None:
+            return None
+        if isinstance(payload, bool) or not isinstance(payload, (int, float)):
+            raise gr.Error(f"{self.label} must be a number, got {str(payload)[:40]!r}")
+        return payload
+    from typing import Callable, Literal, Sequence, Any, TYPE_CHECKING
+    from gradio.blocks import Block
+    if TYPE_CHECKING:
+        from gradio.components import Timer
+        from gradio.components.base import Component
+
+
+class ApiFlag(gr.Checkbox):
+    def __init__(self, name: str):
+        super().__init__(label=name, visible=False)
+
+    def preprocess(self, payload):
+        if not isinstance(payload, bool):
+            raise gr.Error(f"{self.label} must be true or false, got {str(payload)[:40]!r}")
+        return payload
+    from typing import Callable, Literal, Sequence, Any, TYPE_CHECKING
+    from gradio.blocks import Block
+    if TYPE_CHECKING:
+        from gradio.components import Timer
+        from gradio.components.base import Component
+
+
+class ApiText(gr.Textbox):
+    def __init__(self, name: str):
+        super().__init__(label=name, visible=False)
+
+    def preprocess(self, payload):
+        if payload is not None and not isinstance(payload, str):
+            raise gr.Error(f"{self.label} must be text, got {type(payload).__name__}")
+        return payload
+    from typing import Callable, Literal, Sequence, Any, TYPE_CHECKING
+    from gradio.blocks import Block
+    if TYPE_CHECKING:
+        from gradio.components import Timer
+        from gradio.components.base import Component
