@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 7860
 
-.PHONY: run test bench traces chromium clean
+.PHONY: run test bench lab load traces chromium clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,13 @@ test: $(STAMP) chromium
 
 bench: $(STAMP)
 	$(PY) -m engine bench --json
+
+lab: $(STAMP)
+	$(PY) -m engine lab --json
+
+# 8 clients x 5 runs of 32 tokens against a local server started for the purpose (~3 min here).
+load: $(STAMP)
+	$(PY) -m tests.load --clients 8 --runs 5 --tokens 32
 
 # Re-record the walkthrough's traces (assets/traces/) on an idle machine.
 traces: $(STAMP)

@@ -6,6 +6,7 @@ Screenshots land in test-output/browser/; look at them after a change to the pag
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -107,6 +108,31 @@ def test_rejected_upload_shows_a_message(page, tmp_path):
     page.get_by_role("tab", name="Trace file").click()
     page.set_input_files("#upload input[type=file]", str(bad))
     page.wait_for_selector("text=not a usable trace", timeout=20_000)
+
+
+def test_uploaded_trace_with_html_in_its_texts_stays_text(page, shots, tmp_path):
+    """A hostile trace file: token, step and model texts carrying markup are shown as text."""
+    data = json.loads((Path(__file__).parent / "fixtures" / "trace_zh.json").read_text(encoding="utf-8"))
+    for token in data["prompt"]["tokens"][:3]:
+        token["text"] = '<img src=x onerror=alert(1)><b id="injected">t</b>'
+    for step in data["steps"][:3]:
+        step["text"] = '<script>alert(1)</script><b id="injected">s</b>'
+        for cand in step["candidates"][:2]:
+            cand["text"] = '<img src=x onerror=alert(2)>'
+    data["model"]["id"] = '<b id="injected">model</b>'
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    page.get_by_role("tab", name="Trace file").click()
+    page.set_input_files("#upload input[type=file]", str(path))
+    page.wait_for_function("() => document.querySelector('#prompt-chips').innerText.includes('onerror')",
+                           timeout=30_000)
+    for _, title, plots in TABS:
+        open_tab(page, title, plots)
+    page.get_by_role("tab", name="4 · Decode").click()
+    page.screenshot(path=str(shots / "hostile-upload.png"), full_page=True)
+    assert page.dialogs == []
+    assert page.locator("#injected").count() == 0 and page.locator("img[src='x']").count() == 0
+    assert page.get_by_text("logit_lens", exact=True).count() == 0     # the API's inputs stay hidden
 
 
 def test_heatmap_at_the_capped_length(page, shots):

@@ -11,10 +11,15 @@ from __future__ import annotations
 import gradio as gr
 
 
-class ApiNumber(gr.Number):
-    def __init__(self, name: str):
-        super().__init__(label=name, visible=False)
+class _SameLook:
+    """Drawn by the parent component's frontend (Gradio looks it up by class name). Construct with
+    keywords only (label=..., visible=False): Gradio reads a component's props from its __init__."""
 
+    def get_block_name(self) -> str:
+        return type(self).__mro__[2].__name__.lower()
+
+
+class ApiNumber(_SameLook, gr.Number):
     def preprocess(self, payload):
         if payload is None:
             return None
@@ -23,21 +28,20 @@ class ApiNumber(gr.Number):
         return payload
 
 
-class ApiFlag(gr.Checkbox):
-    def __init__(self, name: str):
-        super().__init__(label=name, visible=False)
-
+class ApiFlag(_SameLook, gr.Checkbox):
     def preprocess(self, payload):
         if not isinstance(payload, bool):
             raise gr.Error(f"{self.label} must be true or false, got {str(payload)[:40]!r}")
         return payload
 
 
-class ApiText(gr.Textbox):
-    def __init__(self, name: str):
-        super().__init__(label=name, visible=False)
-
+class ApiText(_SameLook, gr.Textbox):
     def preprocess(self, payload):
         if payload is not None and not isinstance(payload, str):
             raise gr.Error(f"{self.label} must be text, got {type(payload).__name__}")
         return payload
+
+
+def api_inputs(kind, *names: str) -> list:
+    """Hidden inputs of one kind for the API arguments `names` (their labels name them in errors)."""
+    return [kind(label=name, visible=False) for name in names]

@@ -9,7 +9,7 @@ import gradio as gr
 from viz import html
 
 from . import lab_tab, reasoning_tab
-from .api_inputs import ApiFlag, ApiNumber, ApiText
+from .api_inputs import ApiFlag, ApiNumber, ApiText, api_inputs
 from .actions import Actions
 from .gpu import on_gpu
 from .i18n import ASSETS, t
@@ -188,7 +188,8 @@ class Explore:
 
         # The documented API: prompt + settings in, Trace JSON file out.
         api_btn = gr.Button(visible=False)
-        api_in = [ApiText("prompt"), *map(ApiNumber, ("max_new_tokens", "temperature", "top_k", "top_p", "seed")),
-                  *map(ApiFlag, ("attention", "logit_lens", "chat_template"))]
+        api_in = [*api_inputs(ApiText, "prompt"),
+                  *api_inputs(ApiNumber, "max_new_tokens", "temperature", "top_k", "top_p", "seed"),
+                  *api_inputs(ApiFlag, "attention", "logit_lens", "chat_template")]
         api_btn.click(on_gpu(actions.api_trace), api_in, gr.File(visible=False),
                       api_name="trace", **ENGINE)

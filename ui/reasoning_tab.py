@@ -17,7 +17,7 @@ from engine.trace import Settings
 from viz import reasoning as rviz
 from viz.notice import notice_chart
 
-from .api_inputs import ApiNumber, ApiText
+from .api_inputs import ApiNumber, ApiText, api_inputs
 from .gpu import on_gpu
 from .i18n import t
 from .runs import ENGINE_CONCURRENCY, StopFlags, TraceFiles
@@ -176,6 +176,6 @@ def build(engine, lang) -> None:
     stop.click(tab.stop, None, None, queue=False, api_visibility="private")
 
     api_btn = gr.Button(visible=False)
-    api_btn.click(on_gpu(tab.api_compare), [ApiText("prompt"), ApiNumber("thinking_budget"), ApiNumber("answer_tokens")],
+    api_btn.click(on_gpu(tab.api_compare), [*api_inputs(ApiText, "prompt"), *api_inputs(ApiNumber, "thinking_budget", "answer_tokens")],
                   [gr.File(visible=False), gr.File(visible=False)], api_name="compare",
                   concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine")

@@ -1,0 +1,176 @@
+"""Load test: N concurrent clients x M runs against a local server, compared with sequential runs.
+
+    python -m tests.load [--clients 8] [--runs 5] [--tokens 32] [--url http://127.0.0.1:PORT/]
+
+Without --url it starts `python app.py` on a free port of 127.0.0.1 (and stops it after); --url
+must point at this machine. First every input is run once, one at a time (the reference); then
+the clients run them all at once. Half the inputs sample (temperature 0.8, top-k 40, their own
+seed), so a leak of RNG state or cache between requests would show as a mismatch. Prints one
+JSON object: requests, completed, errors, p50/p95 latency, the server's RSS before and after,
+and whether every concurrent trace matched its sequential reference token for token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPTS = ["Hello, world!", "什么是量子计算", "Write a haiku about rain.", "List three fruits.",
+           "Explain in two sentences why the sky is blue.", "小明去超市买了苹果，接着他",
+           "Write a Python function that checks whether a number is prime.", "Once upon a time"]
+LOCAL = {"127.0.0.1", "localhost", "::1"}
+
+
+def inputs(clients: int, runs: int, tokens: int) -> list[dict]:
+    """One request per (client, run); odd ones sample with their own seed."""
+    out = []
+    for c in range(clients):
+        for r in range(runs):
+            i = c * runs + r
+            sampled = i % 2 == 1
+            out.append(dict(prompt=PROMPTS[i % len(PROMPTS)], max_new_tokens=tokens,
+                            temperature=0.8 if sampled else 0.0, top_k=40 if sampled else 0, top_p=1.0,
+                            seed=1000 + i, attention=False, logit_lens=False, chat_template=True))
+    return out
+
+
+def rss_mb(pid: int | None) -> float | None:
+    if pid is None:
+        return None
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+def start_server(concurrency: int | None) -> tuple[subprocess.Popen, str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    if concurrency is not None:
+        env["TBT_CONCURRENCY"] = str(concurrency)
+    proc = subprocess.Popen([sys.executable, "app.py", "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("the app exited while starting")
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return proc, url
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError("the app did not start in 240 s")
+
+
+def call(url: str, request: dict, timeout_s: float) -> tuple[list[int] | None, float, str | None]:
+    """(generated token ids, seconds, error) of one /trace request from a fresh client."""
+    from gradio_client import Client
+
+    from engine import Trace
+    start = time.monotonic()
+    try:
+        job = Client(url, verbose=False).submit(**request, api_name="/trace")
+        path = job.result(timeout=timeout_s)
+        trace = Trace.from_json(Path(path).read_bytes())
+        return [s.id for s in trace.steps], time.monotonic() - start, None
+    except Exception as exc:                       # counted and reported, never raised
+        return None, time.monotonic() - start, f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def run_load(url: str, clients: int, runs: int, tokens: int, pid: int | None = None,
+             timeout_s: float = 600) -> dict:
+    requests = inputs(clients, runs, tokens)
+    deadline = time.monotonic() + timeout_s
+    reference = {}
+    for i, request in enumerate(requests):          # the sequential reference, one at a time
+        ids, _, error = call(url, request, max(1.0, deadline - time.monotonic()))
+        if error:
+            raise RuntimeError(f"sequential reference run {i} failed: {error}")
+        reference[i] = ids
+    rss_before = rss_mb(pid)
+    start = time.monotonic()
+
+    def client(c: int) -> list[tuple[int, list[int] | None, float, str | None]]:
+        out = []
+        for r in range(runs):
+            i = c * runs + r
+            out.append((i, *call(url, requests[i], max(1.0, deadline - time.monotonic()))))
+        return out
+
+    with ThreadPoolExecutor(clients) as pool:
+        results = [row for rows in pool.map(client, range(clients)) for row in rows]
+    wall = time.monotonic() - start
+    rss_after = rss_mb(pid)
+    latencies = [s for _, ids, s, err in results if err is None]
+    errors = [err for _, _, _, err in results if err is not None]
+    mismatches = [i for i, ids, _, err in results if err is None and ids != reference[i]]
+    return {
+        "url": url, "clients": clients, "runs_per_client": runs, "new_tokens": tokens,
+        "requests": len(results), "completed": len(latencies), "errors": len(errors),
+        "error_samples": errors[:3], "mismatches": len(mismatches), "all_match_sequential": not mismatches,
+        "latency_p50_s": round(percentile(latencies, 0.5) or 0, 2),
+        "latency_p95_s": round(percentile(latencies, 0.95) or 0, 2),
+        "latency_mean_s": round(statistics.fmean(latencies), 2) if latencies else None,
+        "wall_s": round(wall, 1), "tokens_per_s_total": round(len(latencies) * tokens / wall, 1) if wall else None,
+        "rss_before_mb": rss_before, "rss_after_mb": rss_after,
+        "rss_growth_mb": round(rss_after - rss_before, 1) if rss_before and rss_after else None,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--tokens", type=int, default=32)
+    parser.add_argument("--url", default=None, help="a server on this machine (default: start one)")
+    parser.add_argument("--pid", type=int, default=None, help="the --url server's process id, for its RSS")
+    parser.add_argument("--concurrency", type=int, default=None, help="TBT_CONCURRENCY of the started server")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds for the whole test")
+    args = parser.parse_args()
+    if not (1 <= args.clients <= 32 and 1 <= args.runs <= 20 and 1 <= args.tokens <= 256):
+        parser.error("keep it bounded: clients 1-32, runs 1-20, tokens 1-256")
+    proc = None
+    if args.url:
+        if urlparse(args.url).hostname not in LOCAL:
+            parser.error("--url must be a server on this machine (127.0.0.1 or localhost)")
+        url, pid = args.url, args.pid
+    else:
+        proc, url = start_server(args.concurrency)
+        pid = proc.pid
+    try:
+        result = run_load(url, args.clients, args.runs, args.tokens, pid, args.timeout)
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+    print(json.dumps(result, indent=1, ensure_ascii=False))
+    sys.exit(0 if result["errors"] == 0 and result["all_match_sequential"] else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""Closing the tab mid-run frees the engine: the run ends within a step or two (the server's
+/status shows no run left within 2 s) and the next visitor's run goes through at once."""
+
+import time
+
+import pytest
+from gradio_client import Client
+
+pytestmark = pytest.mark.browser
+
+
+def active_runs(client) -> int:
+    return client.predict(api_name="/status")["active_runs"]
+
+
+def wait_for_runs(client, done, timeout_s: float) -> float:
+    """Seconds until `done(active_runs)` holds; fails after `timeout_s`."""
+    start = time.monotonic()
+    while not done(active_runs(client)):
+        if time.monotonic() - start > timeout_s:
+            raise AssertionError(f"active runs still {active_runs(client)} after {timeout_s} s")
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+def test_closing_the_tab_mid_run_frees_the_engine(browser, app_url):
+    client = Client(app_url, verbose=False)
+    assert wait_for_runs(client, lambda n: n == 0, 30) >= 0     # nobody else is running
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(app_url)
+    page.wait_for_selector("#prompt textarea", timeout=60_000)
+    page.fill("#prompt textarea", "Write a long story about a robot who learns to paint, with many details.")
+    page.click("#run")
+    page.wait_for_selector("#output .tbt-step", timeout=60_000)   # tokens are streaming
+    wait_for_runs(client, lambda n: n >= 1, 10)
+    context.close()                                                              # the visitor leaves
+    freed_s = wait_for_runs(client, lambda n: n == 0, 2.0)
+    start = time.monotonic()
+    path = client.predict(prompt="Hi", max_new_tokens=4, temperature=0.0, top_k=0, top_p=1.0, seed=0,
+                          attention=False, logit_lens=False, chat_template=True, api_name="/trace")
+    print(f"freed after {freed_s:.2f} s; the next 4-token run took {time.monotonic() - start:.2f} s")
+    assert path
