@@ -19,7 +19,7 @@ from viz.notice import notice_chart
 
 from .api_inputs import ApiNumber, ApiText, api_inputs
 from .gpu import on_gpu
-from .i18n import t
+from .i18n import t, text
 from .runs import ENGINE_CONCURRENCY, StopFlags, TraceFiles
 
 RECORDED = Path(__file__).resolve().parent.parent / "assets" / "eval" / "smollm2-cpu.json"
@@ -79,7 +79,8 @@ class ReasoningTab:
                 shown = time.monotonic()
                 chart = rviz.compare_timeline(normal, reasoning, lang) if finished else gr.skip()
                 yield (rviz.reasoning_html(normal, lang), rviz.reasoning_html(reasoning, lang),
-                       rviz.comparison_table(normal, reasoning, lang), chart)
+                       gr.Dataframe(rviz.comparison_table(normal, reasoning, lang), visible=True),
+                       gr.Plot(chart, visible=True) if finished else gr.skip())
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
         finally:
@@ -107,12 +108,12 @@ class ReasoningTab:
             raise gr.Error(str(exc)) from None
         finally:
             self.flags.end(session, flag)
-        return (*self.eval_views(result, lang), self.export(result))
+        return (result, *self.eval_views(result, lang), self.export(result))
 
     @staticmethod
     def eval_views(result: dict | None, lang: str):
         if not result or not result.get("budgets"):
-            return notice_chart("No evaluation yet: press the button."), None
+            return notice_chart(text("eval_none", lang)), None
         return rviz.eval_chart(result, lang), rviz.eval_table(result, lang)
 
     @staticmethod
@@ -153,8 +154,9 @@ def build(engine, lang) -> None:
         with gr.Column():
             gr.Markdown(t("reasoning_head"))
             reasoning_html = gr.HTML(elem_id="r-reasoning")
-    table = gr.Dataframe(label=t("side_by_side"), interactive=False, elem_id="r-table")
-    timeline = gr.Plot(show_label=False, elem_id="r-timeline")
+    # shown once a comparison has run (an empty table and chart would only be frames)
+    table = gr.Dataframe(label=t("side_by_side"), interactive=False, elem_id="r-table", visible=False)
+    timeline = gr.Plot(show_label=False, elem_id="r-timeline", visible=False)
 
     gr.Markdown(t("ttc_intro"))
     with gr.Row():
@@ -162,6 +164,7 @@ def build(engine, lang) -> None:
         limit = gr.Slider(2, len(QUESTIONS), value=len(QUESTIONS), step=1, label=t("questions"))
         eval_btn = gr.Button(t("measure_accuracy"), elem_id="r-eval")
     recorded = recorded_result()
+    shown = gr.State(recorded)          # the evaluation on show: the recording, then this visitor's
     chart, rows = ReasoningTab.eval_views(recorded, "en")
     eval_plot = gr.Plot(value=chart, show_label=False, elem_id="r-eval-plot")
     eval_table = gr.Dataframe(value=rows, label=t("per_budget"), interactive=False)
@@ -171,9 +174,12 @@ def build(engine, lang) -> None:
     gr.on([run.click, prompt.submit], on_gpu(tab.stream_both), [prompt, budget, answer_tokens, lang],
                       [normal_html, reasoning_html, table, timeline], concurrency_limit=ENGINE_CONCURRENCY,
                       concurrency_id="engine", api_visibility="private")
-    eval_btn.click(on_gpu(tab.run_eval), [budgets, limit, lang], [eval_plot, eval_table, eval_file],
+    eval_btn.click(on_gpu(tab.run_eval), [budgets, limit, lang], [shown, eval_plot, eval_table, eval_file],
                                 concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine", api_visibility="private")
     stop.click(tab.stop, None, None, queue=False, api_visibility="private")
+    # the page's language became known or changed: the evaluation's chart and table follow it
+    lang.change(ReasoningTab.eval_views, [shown, lang], [eval_plot, eval_table], queue=False,
+                api_visibility="private")
 
     api_btn = gr.Button(visible=False)
     api_btn.click(on_gpu(tab.api_compare), [*api_inputs(ApiText, "prompt"), *api_inputs(ApiNumber, "thinking_budget", "answer_tokens")],

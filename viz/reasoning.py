@@ -114,7 +114,9 @@ def eval_chart(result: dict, lang: str = "en") -> alt.HConcatChart:
     times["s"] = times["ms"] / 1000
     time_chart = alt.Chart(times, title=alt.Title(label("eval_time_title", lang))).mark_line(point=True).encode(
         x=x, y=alt.Y("s:Q", title=label("seconds", lang)),
-        color=alt.Color("measure:N", title=None, scale=alt.Scale(range=[BLUE, ORANGE]),
+        color=alt.Color("measure:N", title=None,     # same colour for the same measure in every language
+                        scale=alt.Scale(domain=[label("mean_e2e", lang), label("mean_ttfa", lang)],
+                                        range=[BLUE, ORANGE]),
                         legend=alt.Legend(orient="top")),
         tooltip=["measure:N", alt.Tooltip("s:Q", format=".2f")])
     return alt.hconcat(accuracy.properties(width=320, height=240), time_chart.properties(width=320, height=240))
