@@ -29,11 +29,11 @@ PAGE_CSS = (Path(__file__).parent / "assets" / "page.css").read_text(encoding="u
 PRESENTER_JS = "(on) => { document.body.classList.toggle('tbt-present', on); return on; }"
 
 
-def model_line(i: ModelInfo) -> str:
+def model_line(i: ModelInfo, lang: str) -> str:
     quant = f" · {i.quantization}" if i.quantization else ""
-    return (f"**Model** `{i.id}` ({i.architecture}, {i.parameters / 1e6:.0f}M parameters, {i.layers} layers, "
-            f"{i.heads} heads / {i.kv_heads} KV heads){quant} · **{i.dtype}** on **{i.device}** · "
-            f"attention kernel **{i.attn_implementation}**")
+    return text("model_line", lang).format(
+        id=i.id, arch=i.architecture, params=f"{i.parameters / 1e6:.0f}", layers=i.layers, heads=i.heads,
+        kv=i.kv_heads, quant=quant, dtype=i.dtype, device=i.device, attn=i.attn_implementation)
 
 
 def caps_md(limits: Limits, lang: str) -> str:
@@ -57,7 +57,7 @@ def build(models: Models) -> gr.Blocks:
         with gr.Column(elem_id="tbt-header"):
             gr.Markdown(t("title"))
             with gr.Row():
-                gr.Markdown(model_line(models.engine.info), elem_id="model-line")
+                line = gr.Markdown(model_line(models.engine.info, "en"), elem_id="model-line")
                 presenter = gr.Checkbox(label=t("presenter"), value=False, elem_id="presenter", scale=0,
                                         min_width=160)
             if models.notice:
@@ -77,8 +77,10 @@ def build(models: Models) -> gr.Blocks:
             """The page's language or ?present=1 became known: redraw in that language."""
             language, wants_present = lang_of(evt.lang), bool(evt.present) or current_present
             return [language, wants_present, gr.Tabs(selected="walkthrough") if wants_present else gr.skip(),
-                    wants_present, caps_md(models.engine.limits, language)]
-        sync.change(on_sync, [present], [lang, present, top, presenter, caps], api_visibility="private").then(
+                    wants_present, caps_md(models.engine.limits, language),
+                    model_line(models.engine.info, language), gr.update(info=explore.prompt_info(language))]
+        sync.change(on_sync, [present], [lang, present, top, presenter, caps, line, explore.prompt],
+                    api_visibility="private").then(
             explore.render_all, explore.render_inputs, explore.views, api_visibility="private").then(
             wt.views, [live, lang, present], wt_outputs, api_visibility="private")
         presenter.input(lambda on: on, presenter, present, js=PRESENTER_JS, api_visibility="private").then(

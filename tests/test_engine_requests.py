@@ -73,3 +73,13 @@ def test_unknown_hub_id_offline(monkeypatch):
 def test_model_needing_remote_code_is_refused():
     with pytest.raises(ModelLoadError, match="remote code"):
         Engine.load(str(FIXTURES / "remote_code_model"))
+
+
+def test_host_sets_the_caps_through_the_environment(monkeypatch):
+    monkeypatch.setenv("TBT_MAX_PROMPT_CHARS", "500")
+    monkeypatch.setenv("TBT_MAX_UPLOAD_MB", "5")
+    monkeypatch.setenv("TBT_LAB_MAX_TOKENS", "512")
+    monkeypatch.setenv("TBT_MAX_NEW_TOKENS", "not a number")      # ignored: the default stays
+    limits = Limits.from_env()
+    assert limits.max_prompt_chars == 500 and limits.max_upload_bytes == 5_000_000
+    assert limits.lab_max_prompt_tokens == 512 and limits.max_new_tokens == Limits.max_new_tokens

@@ -166,3 +166,12 @@ def test_stop_returns_partial_results(engine):
     assert result["partial"] is True and result["rows"] == []
     result = kv_cache.run(engine, new_tokens=2, repeats=1, cancel=cancel)
     assert result["partial"] is True and result["speedup"] is None
+
+
+def test_host_caps_the_lab_sizes(engine, monkeypatch):
+    """TBT_LAB_MAX_TOKENS / TBT_LAB_SECONDS (Limits.lab_*) bound what a visitor's lab run measures."""
+    import dataclasses
+    monkeypatch.setattr(engine, "limits", dataclasses.replace(engine.limits, lab_max_prompt_tokens=64,
+                                                              lab_seconds=20))
+    result = kernels.run(engine, quick=True, repeats=1)
+    assert result["lengths"] == [32, 64] and max(result["measured_lengths"]) <= 64

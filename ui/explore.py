@@ -12,7 +12,7 @@ from . import lab_tab, reasoning_tab
 from .api_inputs import ApiFlag, ApiNumber, ApiText, api_inputs
 from .actions import Actions
 from .gpu import on_gpu
-from .i18n import ASSETS, t
+from .i18n import ASSETS, t, text
 from .runs import ENGINE_CONCURRENCY
 from .views import (decode_view, head_choices, kv_view, prefill_view, sampling_view, speed_view,
                     tokens_view)
@@ -42,7 +42,7 @@ class Explore:
         with gr.Row():
             with gr.Column(scale=2):
                 self.prompt = gr.Textbox(label=t("prompt"), lines=3, max_lines=12, elem_id="prompt",
-                                         info=f"≤ {limits.max_prompt_chars:,} chars / {limits.max_prompt_tokens:,} tokens")
+                                         info=self.prompt_info("en"))
                 gr.Examples(examples=examples, inputs=self.prompt, label=t("examples"))
                 with gr.Row():
                     self.run_btn = gr.Button(t("run"), variant="primary", elem_id="run")
@@ -118,6 +118,11 @@ class Explore:
                 self.attention_row, self.lens, self.speed_cards, self.timeline, self.step_times,
                 self.playground, self.survivors, self.download, self.step, self.s_step, self.query,
                 self.embedding_plot, self.neighbors, self.output]
+
+    def prompt_info(self, lang: str) -> str:
+        limits = self.actions.engine.limits
+        return text("prompt_info", lang).format(chars=f"{limits.max_prompt_chars:,}",
+                                                tokens=f"{limits.max_prompt_tokens:,}")
 
     @property
     def render_inputs(self) -> list:
