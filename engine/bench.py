@@ -8,27 +8,16 @@ from __future__ import annotations
 
 import resource
 import statistics
-import time
 
 import torch
 
 from .clock import now_ms
 from .core import Engine
 from .generate import run_trace
+from .lab.measure import read_bandwidth, spread
 from .trace import Settings
 
 PROMPT = "Explain in two sentences why the sky is blue."
-
-
-def read_bandwidth_gbs(megabytes: int = 768, repeats: int = 5) -> float:
-    """Memory read bandwidth: the best of several sums over a tensor far larger than the caches."""
-    x = torch.ones(megabytes * 2**20 // 4, dtype=torch.float32)
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        x.sum().item()
-        best = min(best, time.perf_counter() - start)
-    return x.numel() * 4 / best / 1e9
 
 
 def hf_generate_tok_s(engine: Engine, prompt: str, new_tokens: int) -> float:
@@ -42,10 +31,6 @@ def hf_generate_tok_s(engine: Engine, prompt: str, new_tokens: int) -> float:
     elapsed = now_ms(engine.device) - start
     assert out.shape[1] - inputs["input_ids"].shape[1] == new_tokens
     return new_tokens / elapsed * 1000
-
-
-def _spread(values: list[float]) -> dict:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
 def bench(engine: Engine, new_tokens: int = 64, repeats: int = 3, prompt: str = PROMPT) -> dict:
@@ -63,7 +48,7 @@ def bench(engine: Engine, new_tokens: int = 64, repeats: int = 3, prompt: str = 
         attention_trace = run_trace(engine, prompt, with_attention)
         att.append(attention_trace.summary.tokens_per_s)
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the big buffer below
-    bandwidth = read_bandwidth_gbs()
+    bandwidth = read_bandwidth(engine.device) / 1e9
     weight_bytes = engine.info.parameter_bytes
     return {
         "model": engine.info.id, "device": engine.info.device, "dtype": engine.info.dtype,
@@ -80,6 +65,6 @@ def bench(engine: Engine, new_tokens: int = 64, repeats: int = 3, prompt: str = 
         "peak_rss_mb": peak_rss_mb,
         "trace_json_bytes": len(trace.to_json()),
         "attention_trace_json_bytes": len(attention_trace.to_json()),
-        "spread": {"hf_generate_tok_s": _spread(hf), "engine_tok_s": _spread(eng),
-                   "engine_attention_tok_s": _spread(att)},
+        "spread": {"hf_generate_tok_s": spread(hf), "engine_tok_s": spread(eng),
+                   "engine_attention_tok_s": spread(att)},
     }

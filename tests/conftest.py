@@ -76,3 +76,24 @@ def browser():
         chromium = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+@pytest.fixture()
+def page(browser, app_url):
+    """A fresh tab on the app (1400×1000, downloads on); dialogs are recorded in page.dialogs."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    page.dialogs = []
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    page.goto(app_url)
+    page.wait_for_selector("#prompt textarea", timeout=60_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def shots(output_dir):
+    """Where browser tests save their screenshots."""
+    folder = output_dir / "browser"
+    folder.mkdir(exist_ok=True)
+    return folder

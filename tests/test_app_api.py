@@ -1,6 +1,5 @@
 """The app through gradio_client against a live local server: the documented /trace endpoint."""
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest

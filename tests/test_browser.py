@@ -22,25 +22,6 @@ INJECTION = ('<script>alert(1)</script> <img src=x onerror=alert(1)> **bold** [x
              '<b id="injected">bold?</b> {{7*7}} ${7*7}')
 
 
-@pytest.fixture()
-def page(browser, app_url):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    page = context.new_page()
-    page.dialogs = []
-    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
-    page.goto(app_url)
-    page.wait_for_selector("#prompt textarea", timeout=60_000)
-    yield page
-    context.close()
-
-
-@pytest.fixture(scope="module")
-def shots(output_dir):
-    folder = output_dir / "browser"
-    folder.mkdir(exist_ok=True)
-    return folder
-
-
 def finished(page) -> bool:
     return page.evaluate("() => !!document.querySelector('#output .tbt-output') && "
                          "!document.querySelector('#output .tbt-caret')")

@@ -11,22 +11,10 @@ pytestmark = pytest.mark.browser
 TAB = "6 · Acceleration lab"
 
 
-@pytest.fixture()
-def page(browser, app_url):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    page = context.new_page()
-    page.goto(app_url)
-    page.wait_for_selector("#prompt textarea", timeout=60_000)
+@pytest.fixture(autouse=True)
+def lab_tab_open(page):
+    """Every test here starts on the lab tab."""
     page.get_by_role("tab", name=TAB).click()
-    yield page
-    context.close()
-
-
-@pytest.fixture(scope="module")
-def shots(output_dir):
-    folder = output_dir / "browser"
-    folder.mkdir(exist_ok=True)
-    return folder
 
 
 def run_experiment(page, short: str, timeout_s: int) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from engine import EngineError, Trace, stream_trace
+from engine import EngineError, Trace, run_trace, stream_trace
 from engine.core import Engine
 from engine.embeddings import embedding_neighbors
 from engine.other_tokenizer import NAME as OTHER_NAME
@@ -103,30 +103,26 @@ class Actions:
         settings = make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
                                  chat_template)
         engine = self.models.get(model_id)
-        session = request.session_hash if request else "anonymous"
-        flag = self.flags.start(session)
-        try:
-            events = stream_trace(engine, prompt, settings, cancel=flag)
-        except EngineError as exc:
-            self.flags.end(session, flag)
-            raise gr.Error(str(exc)) from None
-        shown = 0.0
-        try:
-            for event in events:
-                trace, now = event.trace, time.monotonic()
-                if event.kind == "step" and now - shown < STREAM_INTERVAL_S:
-                    continue          # the page needs ~10 updates a second, not one per token
-                shown = now
-                yield (trace if event.kind == "done" else gr.skip(), html.output_html(trace, lang=lang),
-                       status_md(trace, lang),
-                       html.prompt_html(trace, lang=lang) if event.kind == "tokens" else gr.skip())
-        finally:
-            events.close()
-            self.flags.end(session, flag)
+        with self.flags.running(request) as flag:
+            try:
+                events = stream_trace(engine, prompt, settings, cancel=flag)
+            except EngineError as exc:
+                raise gr.Error(str(exc)) from None
+            shown = 0.0
+            try:
+                for event in events:
+                    trace, now = event.trace, time.monotonic()
+                    if event.kind == "step" and now - shown < STREAM_INTERVAL_S:
+                        continue          # the page needs ~10 updates a second, not one per token
+                    shown = now
+                    yield (trace if event.kind == "done" else gr.skip(), html.output_html(trace, lang=lang),
+                           status_md(trace, lang),
+                           html.prompt_html(trace, lang=lang) if event.kind == "tokens" else gr.skip())
+            finally:
+                events.close()
 
     def stop(self, request: gr.Request):
-        if request:
-            self.flags.stop(request.session_hash)
+        self.flags.stop_tab(request)
 
     def trace_file(self, trace: Trace | None):
         return self.files.write(trace) if trace is not None else None
@@ -181,12 +177,10 @@ class Actions:
         settings = make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
                                  chat_template)
         try:
-            events = stream_trace(self.engine, prompt, settings)
-            for event in events:
-                pass
+            trace = run_trace(self.engine, prompt, settings)
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
-        return self.files.write(event.trace)
+        return self.files.write(trace)
 
     def sweep(self, prompt, model_id, lang, progress=gr.Progress()):
         text = prompt if isinstance(prompt, str) and prompt.strip() else "Hello, world! " * 4

@@ -14,8 +14,8 @@ from .actions import Actions
 from .gpu import on_gpu
 from .i18n import ASSETS, t, text
 from .runs import ENGINE_CONCURRENCY
-from .views import (decode_view, head_choices, kv_view, prefill_view, sampling_view, speed_view,
-                    tokens_view)
+from .views import (decode_view, head_choices, kv_view, least_sure_step, prefill_view, sampling_view,
+                    speed_view, tokens_view)
 
 CLICK_JS = """
 element.addEventListener('click', (e) => {
@@ -135,7 +135,7 @@ class Explore:
         actions = self.actions
         last = max(len(trace.steps) - 1, 0)
         # the sampling playground opens on the step where the model was least sure
-        unsure = max(range(len(trace.steps)), key=lambda i: trace.steps[i].entropy_model, default=0)
+        unsure = least_sure_step(trace)
         mapped = (trace.attention.prefill_tokens if trace.attention else len(trace.prompt.tokens)) - 1
         q = min(int(query or 0), mapped)
         return [*tokens_view(trace, actions.comparison(trace), 0, lang),

@@ -8,12 +8,7 @@ concurrency group "lab", limit 1), since some load extra copies of the model.
 
 from __future__ import annotations
 
-import json
 import logging
-import tempfile
-import threading
-import uuid
-from pathlib import Path
 
 import gradio as gr
 
@@ -24,13 +19,9 @@ from viz import lab as charts
 from viz.labels import label
 from viz.notice import notice_chart
 
-from .runs import StopFlags
+from .gpu import on_gpu
+from .runs import KeptFiles, StopFlags
 
-try:                                        # ZeroGPU Spaces: GPU work runs inside spaces.GPU calls
-    from .gpu import on_gpu
-except ImportError:
-    def on_gpu(fn):
-        return fn
 
 log = logging.getLogger(__name__)
 
@@ -43,24 +34,6 @@ SECTIONS = (
     ("roofline", "roofline", "lab_roof_heading", "lab_roof_explain", charts.roofline_chart, charts.roofline_table),
 )
 META_KEYS = ("schema", "created", "quick", "model", "device", "dtype", "attn_implementation", "threads", "torch")
-
-
-class LabFiles:
-    """JSON exports of a visitor's lab results; the oldest are deleted beyond `keep`."""
-
-    def __init__(self, keep: int = 32):
-        self.folder = Path(tempfile.mkdtemp(prefix="tbt-lab-"))
-        self.keep = keep
-        self._lock = threading.Lock()
-
-    def write(self, results: dict) -> str:
-        path = self.folder / f"lab-{uuid.uuid4().hex[:12]}.json"
-        path.write_text(json.dumps(results, indent=1, allow_nan=False), encoding="utf-8")
-        with self._lock:
-            files = sorted(self.folder.glob("lab-*.json"), key=lambda p: p.stat().st_mtime)
-            for old in files[:-self.keep]:
-                old.unlink(missing_ok=True)
-        return str(path)
 
 
 def merge(results: dict | None, new: dict) -> dict:
@@ -104,33 +77,29 @@ class LabActions:
     def __init__(self, engine: Engine):
         self.engine = engine
         self.flags = StopFlags()
-        self.files = LabFiles()
+        self.files = KeptFiles("lab", keep=32)
 
     def runner(self, name: str, draw, table):
         @on_gpu
         def run(results, lang, model_choice, request: gr.Request, progress=gr.Progress()):
-            session = request.session_hash if request else "anonymous"
-            flag = self.flags.start(session)
             progress(0, desc=label("lab_run", lang))
             try:
-                new = run_lab(self.engine, only=[name], cancel=flag,
-                              progress=lambda f, text: progress(f, desc=text))
+                with self.flags.running(request) as flag:
+                    new = run_lab(self.engine, only=[name], cancel=flag,
+                                  progress=lambda f, text: progress(f, desc=text))
             except EngineError as exc:
                 raise gr.Error(label("lab_failed", lang, error=str(exc))) from None
             except Exception as exc:          # a kernel or a library failed: say so on the page
                 log.exception("lab experiment %s failed", name)
                 raise gr.Error(label("lab_failed", lang, error=f"{type(exc).__name__}: {str(exc)[:300]}")) from None
-            finally:
-                self.flags.end(session, flag)
             merged = merge(results, new)
             extra = {"model": model_choice} if name == "roofline" else {}
             return (merged, _chart(draw, merged, lang, **extra), _table(table, merged, lang, **extra),
-                    note_md(merged, name, lang), self.files.write(merged))
+                    note_md(merged, name, lang), self.files.write_json(merged))
         return run
 
     def stop(self, request: gr.Request):
-        if request:
-            self.flags.stop(request.session_hash)
+        self.flags.stop_tab(request)
 
 
 def roofline_choices(engine: Engine) -> list[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
 import time
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from viz.notice import notice_chart
 from .api_inputs import ApiNumber, ApiText, api_inputs
 from .gpu import on_gpu
 from .i18n import t, text
-from .runs import ENGINE_CONCURRENCY, StopFlags, TraceFiles
+from .runs import ENGINE_CONCURRENCY, KeptFiles, StopFlags, TraceFiles
 
 RECORDED = Path(__file__).resolve().parent.parent / "assets" / "eval" / "smollm2-cpu.json"
 EXAMPLES = [["What is 17 + 25?"], ["Tom has 5 apples and buys 7 more. How many apples does he have now?"],
@@ -67,24 +66,22 @@ class ReasoningTab:
         self.engine = engine
         self.flags = StopFlags()
         self.files = TraceFiles()
+        self.exports = KeptFiles("eval", keep=32)
 
     def stream_both(self, prompt, budget, answer_tokens, lang, request: gr.Request):
-        session = request.session_hash if request else "anonymous"
-        flag = self.flags.start(session)
         shown = 0.0
         try:
-            for normal, reasoning, finished in interleave(self.engine, prompt, budget, answer_tokens, flag):
-                if not finished and time.monotonic() - shown < STREAM_INTERVAL_S:
-                    continue
-                shown = time.monotonic()
-                chart = rviz.compare_timeline(normal, reasoning, lang) if finished else gr.skip()
-                yield (rviz.reasoning_html(normal, lang), rviz.reasoning_html(reasoning, lang),
-                       gr.Dataframe(rviz.comparison_table(normal, reasoning, lang), visible=True),
-                       gr.Plot(chart, visible=True) if finished else gr.skip())
+            with self.flags.running(request) as flag:
+                for normal, reasoning, finished in interleave(self.engine, prompt, budget, answer_tokens, flag):
+                    if not finished and time.monotonic() - shown < STREAM_INTERVAL_S:
+                        continue
+                    shown = time.monotonic()
+                    chart = rviz.compare_timeline(normal, reasoning, lang) if finished else gr.skip()
+                    yield (rviz.reasoning_html(normal, lang), rviz.reasoning_html(reasoning, lang),
+                           gr.Dataframe(rviz.comparison_table(normal, reasoning, lang), visible=True),
+                           gr.Plot(chart, visible=True) if finished else gr.skip())
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
-        finally:
-            self.flags.end(session, flag)
 
     def api_compare(self, prompt: str, thinking_budget: float, answer_tokens: float):
         """Both runs to the end; returns the normal and the reasoning Trace as JSON files."""
@@ -99,16 +96,13 @@ class ReasoningTab:
     def run_eval(self, budgets, limit, lang, request: gr.Request, progress=gr.Progress()):
         if not budgets:
             raise gr.Error("choose at least one thinking budget")
-        session = request.session_hash if request else "anonymous"
-        flag = self.flags.start(session)
         try:
-            result = evaluate(self.engine, sorted(int(b) for b in budgets), limit=int(limit),
-                              progress=lambda f, d: progress(f, desc=d), cancel=flag)
+            with self.flags.running(request) as flag:
+                result = evaluate(self.engine, sorted(int(b) for b in budgets), limit=int(limit),
+                                  progress=lambda f, d: progress(f, desc=d), cancel=flag)
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
-        finally:
-            self.flags.end(session, flag)
-        return (result, *self.eval_views(result, lang), self.export(result))
+        return (result, *self.eval_views(result, lang), self.exports.write_json(result))
 
     @staticmethod
     def eval_views(result: dict | None, lang: str):
@@ -116,16 +110,8 @@ class ReasoningTab:
             return notice_chart(text("eval_none", lang)), None
         return rviz.eval_chart(result, lang), rviz.eval_table(result, lang)
 
-    @staticmethod
-    def export(result: dict) -> str:
-        with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="tbt-eval-", delete=False,
-                                         encoding="utf-8") as f:
-            json.dump(result, f, ensure_ascii=False, indent=1)
-        return f.name
-
     def stop(self, request: gr.Request):
-        if request:
-            self.flags.stop(request.session_hash)
+        self.flags.stop_tab(request)
 
 
 def recorded_result() -> dict | None:

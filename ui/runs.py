@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from engine.trace import Trace
@@ -42,23 +45,52 @@ class StopFlags:
             if self._flags.get(session) is flag:
                 del self._flags[session]
 
+    @contextmanager
+    def running(self, request) -> Iterator[threading.Event]:
+        """The Stop flag of one run from the visitor's tab (a gr.Request), dropped when the run ends."""
+        session = request.session_hash if request else "anonymous"
+        flag = self.start(session)
+        try:
+            yield flag
+        finally:
+            self.end(session, flag)
+
+    def stop_tab(self, request) -> None:
+        """The visitor pressed Stop: end the run of their tab."""
+        if request:
+            self.stop(request.session_hash)
+
     def __len__(self) -> int:
         return len(self._flags)
 
 
-class TraceFiles:
-    """Trace JSON files written for download; the oldest are deleted beyond `keep`."""
+class KeptFiles:
+    """JSON files written for visitors to download; the oldest are deleted beyond `keep`."""
 
-    def __init__(self, keep: int = 64):
-        self.folder = Path(tempfile.mkdtemp(prefix="tbt-traces-"))
+    def __init__(self, prefix: str, keep: int = 64):
+        self.prefix = prefix
+        self.folder = Path(tempfile.mkdtemp(prefix=f"tbt-{prefix}-"))
         self.keep = keep
         self._lock = threading.Lock()
 
-    def write(self, trace: Trace) -> str:
-        path = self.folder / f"trace-{uuid.uuid4().hex[:12]}.json"
-        path.write_text(trace.to_json(), encoding="utf-8")
+    def write_text(self, text: str) -> str:
+        path = self.folder / f"{self.prefix}-{uuid.uuid4().hex[:12]}.json"
+        path.write_text(text, encoding="utf-8")
         with self._lock:
-            files = sorted(self.folder.glob("trace-*.json"), key=lambda p: p.stat().st_mtime)
+            files = sorted(self.folder.glob(f"{self.prefix}-*.json"), key=lambda p: p.stat().st_mtime)
             for old in files[:-self.keep]:
                 old.unlink(missing_ok=True)
         return str(path)
+
+    def write_json(self, data) -> str:
+        return self.write_text(json.dumps(data, ensure_ascii=False, indent=1, allow_nan=False))
+
+
+class TraceFiles(KeptFiles):
+    """Trace JSON files written for download."""
+
+    def __init__(self, keep: int = 64):
+        super().__init__("trace", keep)
+
+    def write(self, trace: Trace) -> str:
+        return self.write_text(trace.to_json())

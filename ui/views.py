@@ -32,6 +32,11 @@ def clamp(value, top: int) -> int:
         return 0
 
 
+def least_sure_step(trace: Trace) -> int:
+    """The step where the model's own distribution had the most entropy: where sampling matters most."""
+    return max(range(len(trace.steps)), key=lambda i: trace.steps[i].entropy_model, default=0)
+
+
 def chart_or_notice(draw, *args, lang: str):
     """A chart, or a notice saying why it cannot be drawn (e.g. attention was not captured)."""
     try:

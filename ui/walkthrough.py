@@ -20,9 +20,11 @@ from viz import reasoning as rviz
 from viz.sampling import playground_chart
 from viz.theme import presentable
 
+from .gpu import on_gpu
 from .i18n import ASSETS, t, text
 from .reasoning_tab import interleave
-from .views import chart_or_notice
+from .runs import ENGINE_CONCURRENCY
+from .views import chart_or_notice, least_sure_step
 
 STEPS = 8
 KEYS_JS = """
@@ -56,13 +58,10 @@ def prompt_of(lang: str) -> str:
     return json.loads((ASSETS / "walkthrough.json").read_text(encoding="utf-8"))["prompt"][lang]
 
 
-def _unsure_step(trace: Trace) -> int:
-    return max(range(len(trace.steps)), key=lambda i: trace.steps[i].entropy_model, default=0)
-
-
 class Walkthrough:
     def __init__(self, engine, actions):
         self.engine, self.actions = engine, actions
+        self.outputs = 0            # how many components `views` fills (set by `build`)
 
     def views(self, live: dict | None, lang: str, present: bool) -> list:
         """Every step's visual, from the live traces if there are any, else the recording."""
@@ -74,7 +73,7 @@ class Walkthrough:
         def draw(fn, *args):
             return presentable(chart_or_notice(fn, *args, lang=lang), size, big=present)
 
-        unsure = _unsure_step(normal)
+        unsure = least_sure_step(normal)
         rows = playground(normal.steps[unsure].candidates, 1.0, 10, 0.9) if normal.steps else []
         source = (text("wt_live", lang) if live else
                   text("wt_recorded", lang).format(date=normal.created[:10], device=normal.model.device))
@@ -108,7 +107,7 @@ class Walkthrough:
                     yield [live, *self.views(live, lang, present)]
                 else:
                     yield [gr.skip(), text("wt_running", lang).format(n=len(normal.steps) + len(reasoning.steps)),
-                           *[gr.skip()] * 12]
+                           *[gr.skip()] * (self.outputs - 1)]
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
 
@@ -142,8 +141,9 @@ def build(engine, actions, lang, present) -> list:
                               queue=False, api_visibility="private")
     gr.HTML("", js_on_load=KEYS_JS, visible=True, elem_id="wt-keys")
 
-    run_live.click(wt.run_live, [lang, present], [live, *outputs], concurrency_id="engine",
-                   api_visibility="private")
+    wt.outputs = len(outputs)
+    run_live.click(on_gpu(wt.run_live), [lang, present], [live, *outputs], concurrency_id="engine",
+                   concurrency_limit=ENGINE_CONCURRENCY, api_visibility="private")
     use_recording.click(lambda lg, pr: [None, *wt.views(None, lg, pr)], [lang, present], [live, *outputs],
                         api_visibility="private")
     return wt, live, outputs

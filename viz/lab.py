@@ -16,7 +16,7 @@ import pandas as pd
 from .fmt import DASH, fmt_bytes, fmt_ms
 from .kv import BYTES_LABEL, _powers_of_two
 from .labels import LABELS, label
-from .theme import BLUE, GREY, INK, ORANGE
+from .theme import BLUE, INK, ORANGE
 
 FORMAT_NAMES = {"fp32": "fp32", "bf16": "bf16", "int8": "int8 (LLM.int8)", "nf4": "4-bit (nf4)"}
 IMPL_NAMES = {"eager": "eager", "sdpa": "SDPA", "flash_attention_2": "FlashAttention-2"}

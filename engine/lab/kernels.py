@@ -73,7 +73,7 @@ def run(engine: Engine, quick: bool = False, progress=None, cancel: threading.Ev
     cfg = engine.model.config.get_text_config()
     value_bytes = dtype_bytes(str(engine.model.dtype).removeprefix("torch."))
     steps = Steps(progress, cancel, total=len(lengths) * len(impls) * (1 + repeats))
-    rows, skipped, partial, start = [], [], False, time.monotonic()
+    rows, skipped, partial, start, last_cost = [], [], False, time.monotonic(), 0.0
     tolerance = 1e-3 if engine.model.dtype == torch.float32 else 5e-2
     try:
         for i, n in enumerate(lengths):

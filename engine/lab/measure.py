@@ -118,11 +118,8 @@ def matmul_flops(device: torch.device | str, dtype: torch.dtype, n: int = 2048, 
 
 
 def read_bandwidth(device: torch.device | str, megabytes: int = 768, repeats: int = 5) -> float:
-    """Memory read bandwidth in bytes/s: the best of several sums over a tensor larger than caches.
-    On the CPU this is engine.bench's measurement; on CUDA the same idea on device memory."""
-    if not is_cuda(device):
-        from ..bench import read_bandwidth_gbs
-        return read_bandwidth_gbs(megabytes, repeats) * 1e9
+    """Memory read bandwidth in bytes/s of `device`: the best of several sums over a tensor far
+    larger than the caches (CPU RAM, or GPU memory on CUDA). The bench uses it too."""
     x = torch.ones(megabytes * 2**20 // 4, dtype=torch.float32, device=device)
     x.sum()
     best = float("inf")
