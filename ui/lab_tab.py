@@ -17,10 +17,10 @@ from engine.core import Engine
 from engine.lab import run_lab
 from viz import lab as charts
 from viz.labels import label
-from viz.notice import notice_chart
 
 from .gpu import on_gpu
 from .runs import KeptFiles, StopFlags
+from .views import chart_or_notice
 
 
 log = logging.getLogger(__name__)
@@ -47,13 +47,6 @@ def merge(results: dict | None, new: dict) -> dict:
     merged["experiments"] = [name for name, *_ in SECTIONS if name in merged]
     merged["kv_cache_speedup"] = (merged.get("kv_cache") or {}).get("speedup")
     return merged
-
-
-def _chart(draw, results, lang, **kwargs):
-    try:
-        return draw(results, lang=lang, **kwargs)
-    except ValueError as exc:
-        return notice_chart(str(exc))
 
 
 def _table(draw, results, lang, **kwargs):
@@ -94,7 +87,7 @@ class LabActions:
                 raise gr.Error(label("lab_failed", lang, error=f"{type(exc).__name__}: {str(exc)[:300]}")) from None
             merged = merge(results, new)
             extra = {"model": model_choice} if name == "roofline" else {}
-            return (merged, _chart(draw, merged, lang, **extra), _table(table, merged, lang, **extra),
+            return (merged, chart_or_notice(draw, merged, lang=lang, **extra), _table(table, merged, lang, **extra),
                     note_md(merged, name, lang), self.files.write_json(merged))
         return run
 
@@ -118,7 +111,7 @@ def section_views(results: dict, name: str, draw, table, lang: str, model: str |
     if not (results or {}).get(name):
         return None, None, label("lab_not_run_yet", lang)
     extra = {"model": model} if name == "roofline" else {}
-    return _chart(draw, results, lang, **extra), _table(table, results, lang, **extra), note_md(results, name, lang)
+    return chart_or_notice(draw, results, lang=lang, **extra), _table(table, results, lang, **extra), note_md(results, name, lang)
 
 
 def build(engine: Engine, lang: gr.State) -> None:

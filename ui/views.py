@@ -37,10 +37,10 @@ def least_sure_step(trace: Trace) -> int:
     return max(range(len(trace.steps)), key=lambda i: trace.steps[i].entropy_model, default=0)
 
 
-def chart_or_notice(draw, *args, lang: str):
+def chart_or_notice(draw, *args, lang: str, **kwargs):
     """A chart, or a notice saying why it cannot be drawn (e.g. attention was not captured)."""
     try:
-        return draw(*args, lang=lang)
+        return draw(*args, lang=lang, **kwargs)
     except ValueError as exc:
         return notice_chart(str(exc))
 
