@@ -1,13 +1,20 @@
 """`python -m engine bench`: the engine's cost next to plain `model.generate`, measured in one run.
 
+Ratios compare wall-clock tokens/s with `generate`'s, so the cost of watching (attention capture,
+logit lens) shows in them: `app_default_ratio` is the Explore tab's default settings, and
+`observe_ms_per_step` is the watching cost that the trace itself reports. `compare_tpot_ratio`
+is the reasoning mode's TPOT as reported inside the side-by-side flow over the same mode run alone.
+
 Each configuration runs `repeats` times, interleaved (A B C A B C ...) so that a slow moment of the
 machine hits every configuration alike; the report gives medians and the min-max spread.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import resource
 import statistics
+from collections import defaultdict
 
 import torch
 
@@ -15,6 +22,8 @@ from .clock import now_ms
 from .core import Engine
 from .generate import run_trace
 from .lab.measure import read_bandwidth, spread
+from .request import APP_DEFAULTS
+from .side_by_side import interleave, settings_pair
 from .trace import Settings
 
 PROMPT = "Explain in two sentences why the sky is blue."
@@ -33,38 +42,76 @@ def hf_generate_tok_s(engine: Engine, prompt: str, new_tokens: int) -> float:
     return new_tokens / elapsed * 1000
 
 
+def wall_tok_s(trace) -> float:
+    """Tokens per second on the wall clock: what the run cost with its watching included."""
+    return trace.summary.new_tokens / trace.summary.wall_ms * 1000
+
+
 def bench(engine: Engine, new_tokens: int = 64, repeats: int = 3, prompt: str = PROMPT) -> dict:
-    plain = Settings(max_new_tokens=new_tokens, ignore_eos=True)
-    with_attention = Settings(max_new_tokens=new_tokens, ignore_eos=True, attention=True)
+    def settings(**kw) -> Settings:
+        return Settings(max_new_tokens=new_tokens, ignore_eos=True, **kw)
+
+    configs = {
+        "plain": settings(),
+        "attention": settings(attention=True),
+        "lens": settings(logit_lens=True),
+        "attention_lens": settings(attention=True, logit_lens=True),
+        "app_default": dataclasses.replace(APP_DEFAULTS, max_new_tokens=new_tokens, ignore_eos=True),
+    }
+    budget = answer = new_tokens // 2
+    _, reasoning = settings_pair(budget, answer)
     hf_generate_tok_s(engine, prompt, 8)                       # warm-up: first calls pay one-off costs
-    run_trace(engine, prompt, Settings(max_new_tokens=8, attention=True))
-    hf, eng, att, ttft, tpot = [], [], [], [], []
-    for _ in range(repeats):
+    run_trace(engine, prompt, dataclasses.replace(configs["app_default"], max_new_tokens=8))
+    hf, wall, model, observe, ttft, tpot = [], defaultdict(list), [], [], [], []
+    alone_tpot, paired_tpot = [], []
+    for _ in range(repeats):                 # interleaved: a slow moment of the machine hits all alike
         hf.append(hf_generate_tok_s(engine, prompt, new_tokens))
-        trace = run_trace(engine, prompt, plain)
-        eng.append(trace.summary.tokens_per_s)
-        ttft.append(trace.summary.ttft_ms)
-        tpot.append(trace.summary.tpot_ms)
-        attention_trace = run_trace(engine, prompt, with_attention)
-        att.append(attention_trace.summary.tokens_per_s)
+        for name, config in configs.items():
+            trace = run_trace(engine, prompt, config)
+            wall[name].append(wall_tok_s(trace))
+            if name == "plain":
+                model.append(trace.summary.tokens_per_s)
+                ttft.append(trace.summary.ttft_ms)
+                tpot.append(trace.summary.tpot_ms)
+                plain_trace = trace
+            if name == "app_default":
+                observe.append(trace.summary.observe_ms / trace.summary.new_tokens)
+                app_trace = trace
+        alone_tpot.append(run_trace(engine, prompt, reasoning).summary.tpot_ms)
+        for _normal, paired, _finished in interleave(engine, prompt, budget, answer):
+            pass
+        paired_tpot.append(paired.summary.tpot_ms)
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the big buffer below
     bandwidth = read_bandwidth(engine.device) / 1e9
     weight_bytes = engine.info.parameter_bytes
+    med = statistics.median
     return {
         "model": engine.info.id, "device": engine.info.device, "dtype": engine.info.dtype,
-        "threads": torch.get_num_threads(), "prompt_tokens": trace.prefill.tokens,
-        "new_tokens": new_tokens, "repeats": repeats,
-        "hf_generate_tok_s": statistics.median(hf),
-        "engine_tok_s": statistics.median(eng),
-        "engine_attention_tok_s": statistics.median(att),
-        "overhead_ratio": statistics.median(eng) / statistics.median(hf),
-        "attention_ratio": statistics.median(att) / statistics.median(hf),
-        "ttft_ms": statistics.median(ttft), "tpot_ms": statistics.median(tpot),
+        "threads": torch.get_num_threads(), "prompt_tokens": plain_trace.prefill.tokens,
+        "new_tokens": new_tokens, "repeats": repeats, "capture_via": engine.capture_via,
+        "hf_generate_tok_s": med(hf),
+        "engine_tok_s": med(model),                       # the model's own clock (what the page shows)
+        "engine_wall_tok_s": med(wall["plain"]),
+        "engine_attention_tok_s": med(wall["attention"]),
+        "engine_lens_tok_s": med(wall["lens"]),
+        "engine_attention_lens_tok_s": med(wall["attention_lens"]),
+        "app_default_tok_s": med(wall["app_default"]),
+        "overhead_ratio": med(wall["plain"]) / med(hf),
+        "attention_ratio": med(wall["attention"]) / med(hf),
+        "lens_ratio": med(wall["lens"]) / med(hf),
+        "attention_lens_ratio": med(wall["attention_lens"]) / med(hf),
+        "app_default_ratio": med(wall["app_default"]) / med(hf),
+        "observe_ms_per_step": med(observe),
+        "compare_tpot_ratio": med(paired_tpot) / med(alone_tpot),
+        "reasoning_tpot_alone_ms": med(alone_tpot), "reasoning_tpot_paired_ms": med(paired_tpot),
+        "ttft_ms": med(ttft), "tpot_ms": med(tpot),
         "read_bandwidth_gbs": bandwidth, "weight_bytes": weight_bytes,
         "limit_tpot_ms": weight_bytes / (bandwidth * 1e9) * 1000,
         "peak_rss_mb": peak_rss_mb,
-        "trace_json_bytes": len(trace.to_json()),
-        "attention_trace_json_bytes": len(attention_trace.to_json()),
-        "spread": {"hf_generate_tok_s": spread(hf), "engine_tok_s": spread(eng),
-                   "engine_attention_tok_s": spread(att)},
+        "trace_json_bytes": len(plain_trace.to_json()),
+        "app_default_trace_json_bytes": len(app_trace.to_json()),
+        "spread": {"hf_generate_tok_s": spread(hf), "engine_tok_s": spread(model),
+                   **{f"{name}_wall_tok_s": spread(v) for name, v in wall.items()},
+                   "observe_ms_per_step": spread(observe),
+                   "reasoning_tpot_alone_ms": spread(alone_tpot), "reasoning_tpot_paired_ms": spread(paired_tpot)},
     }

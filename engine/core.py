@@ -1,8 +1,10 @@
 """The Engine: one loaded model that many runs share.
 
 Runs interleave step by step (two streams on one page, several visitors). Each forward pass takes
-the engine's lock for its own duration, and registers its hooks and switches the attention
-implementation only inside it, so nothing one run sets up can fire inside another run's pass.
+the engine's lock for its own duration, and registers its hooks only inside it, so nothing one run
+sets up can fire inside another run's pass. Attention is captured by our SDPA wrapper
+(engine/attention.py), which the model uses for every pass, watched or not: capturing never
+switches the kernel that computes the output.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from contextlib import contextmanager
 
 import torch
 
+from . import attention
 from .clock import now_ms
 from .errors import InvalidRequest
 from .hooks import Capture, final_norm, hooked
@@ -32,12 +35,37 @@ class Engine:
         self.token_bytes = TokenBytes(self.tokenizer)
         self.device = self.model.device
         self.lock = threading.RLock()
+        self.held_for: str | None = None  # why the engine is held exclusively (a lab timing), else None
         self._runs = 0                   # runs started and not yet finished, cancelled or closed
         self._runs_lock = threading.Lock()
         eos = self.model.generation_config.eos_token_id
         eos = eos if isinstance(eos, list) else [eos]
         self.eos_ids = {int(e) for e in eos + [self.tokenizer.eos_token_id] if e is not None}
         self.thinking_style = thinking_style(self.tokenizer)   # switch / tags / scaffold
+        self.capture_via = self._install_capture()             # "sdpa-capture" | "eager-hooks"
+
+    def _install_capture(self) -> str:
+        """Route an SDPA model's attention through our capturing SDPA wrapper, and check with one
+        tiny pass that every layer really calls it. A model that keeps another kernel (eager,
+        FlashAttention) or whose attention bypasses transformers' interface is watched the old
+        way: its watched passes switch to eager and read the weights from hooks."""
+        before = self.model.config._attn_implementation
+        if before != "sdpa":
+            return "eager-hooks"
+        attention.register()
+        self.model.set_attn_implementation(attention.NAME)
+        probe = Capture(attention=True)
+        with torch.inference_mode():
+            self.model(input_ids=torch.tensor([[0, 0]], device=self.device), use_cache=False,
+                       logits_to_keep=1, **{attention.KWARG: probe})
+        if probe.calls != self.info.layers:
+            self.model.set_attn_implementation(before)
+            return "eager-hooks"
+        return "sdpa-capture"
+
+    def kernel(self, capture: Capture) -> str:
+        """The attention kernel that computes the outputs of a pass that captures like `capture`."""
+        return "eager" if capture.attention and self.capture_via == "eager-hooks" else self.info.attn_implementation
 
     @property
     def active_runs(self) -> int:
@@ -61,6 +89,17 @@ class Engine:
     @classmethod
     def load(cls, model_id: str | None = None, limits: Limits | None = None, **kwargs) -> Engine:
         return cls(load(model_id, **kwargs), limits)
+
+    @contextmanager
+    def exclusive(self, reason: str):
+        """Hold the engine for a whole measurement (the lab's timings): other runs wait at their
+        next forward pass, and `held_for` tells their pages why they wait."""
+        with self.lock:
+            self.held_for = reason
+            try:
+                yield
+            finally:
+                self.held_for = None
 
     # --- text <-> ids -------------------------------------------------------------------------
     def text_of(self, token_id: int) -> str:
@@ -94,28 +133,54 @@ class Engine:
             if switch:
                 self.model.set_attn_implementation(before)
 
-    def forward(self, input_ids: torch.Tensor, cache, capture: Capture) -> tuple[torch.Tensor, float]:
-        """One pass; returns the last position's logits ([vocab], float32) and its wall ms.
+    def forward(self, input_ids: torch.Tensor, cache, capture: Capture) -> Pass:
+        """One pass: the last position's logits ([vocab], float32) and where its time went.
 
         input_ids: [1, T] (the whole prompt at prefill, one token per decode step, or the whole
         sequence when `cache` is None and nothing is reused).
         """
         assert input_ids.dim() == 2 and input_ids.shape[0] == 1, input_ids.shape
+        asked = now_ms()
         with self.lock, torch.inference_mode():
-            with self.attention_implementation("eager" if capture.attention else None), \
-                    hooked(self.model, capture):
+            waited = now_ms() - asked                  # another run's pass, or the lab's timing
+            eager = capture.attention and self.capture_via == "eager-hooks"
+            extra = {attention.KWARG: capture} if capture.attention and not eager else {}
+            with self.attention_implementation("eager" if eager else None), \
+                    hooked(self.model, capture, eager_attention=eager):
                 start = now_ms(self.device)
                 out = self.model(input_ids=input_ids.to(self.device), cache=cache,
-                                 use_cache=cache is not None, logits_to_keep=1)
+                                 use_cache=cache is not None, logits_to_keep=1, **extra)
                 logits = out.logits[0, -1].float()
                 ms = now_ms(self.device) - start
-        return logits, ms
+        return Pass(logits=logits, ms=ms - capture.inside_ms, capture_ms=capture.inside_ms, waited_ms=waited)
 
-    def lens(self, capture: Capture) -> list[LensGuess]:
-        """Logit lens: each layer's last hidden state through the final norm and the LM head."""
-        hidden = torch.stack([capture.hidden[i] for i in sorted(capture.hidden)])  # [layers, hidden]
+    def lens(self, capture: Capture, final_logits: torch.Tensor) -> list[LensGuess]:
+        """Logit lens: the token each layer's output would give if it were the last layer.
+
+        All layers at once: the final norm over the stacked last-position hidden states, one matmul
+        against the LM head, and the top guess taken on the device. The last layer's lens is the
+        model's own output, so its logits are reused instead of computed again.
+        """
         with torch.inference_mode():
-            logits = self.model.get_output_embeddings()(final_norm(self.model)(hidden)).float()
-            p, ids = torch.softmax(logits, dim=-1).max(dim=-1)
-        return [LensGuess(layer=i, id=int(t), text=self.text_of(int(t)), p=float(q))
-                for i, (t, q) in enumerate(zip(ids.tolist(), p.tolist()))]
+            hidden = torch.stack([capture.hidden[i] for i in sorted(capture.hidden)])  # [layers-1, hidden]
+            normed = final_norm(self.model)(hidden)
+            head = self.model.get_output_embeddings()
+            # [vocab, hidden] @ [hidden, layers-1]: MKL runs this orientation of a thin matmul
+            # 2-3x faster on the CPU than the [layers-1, hidden] @ [hidden, vocab] one.
+            logits = torch.matmul(head.weight, normed.T).float()                       # [vocab, layers-1]
+            if getattr(head, "bias", None) is not None:
+                logits = logits + head.bias.float()[:, None]
+            logits = torch.cat([logits, final_logits[:, None].to(logits.device)], dim=1)  # [vocab, layers]
+            top, ids = logits.max(dim=0)
+            p = torch.exp(top - torch.logsumexp(logits, dim=0))   # softmax of the top guess alone
+            ids, p = ids.tolist(), p.tolist()
+        return [LensGuess(layer=i, id=t, text=self.text_of(t), p=q) for i, (t, q) in enumerate(zip(ids, p))]
+
+
+@dataclasses.dataclass
+class Pass:
+    """One forward pass: its logits and where its wall time went."""
+    logits: torch.Tensor       # [vocab] float32, the last position
+    ms: float                  # the model's own work (the capture inside the pass taken out)
+    capture_ms: float          # attention capture done inside the pass
+    waited_ms: float           # waiting for the engine's lock before the pass could start

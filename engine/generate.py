@@ -4,6 +4,11 @@
 returns a generator that yields an Event after tokenization, after prefill and after every decode
 step, and finally returns the finished Trace. The Trace inside each event is the live object
 being filled in, so a consumer that stops early still holds everything measured so far.
+
+Honest clocks: every step's wall time is split three ways and nothing of one step is charged to
+the next. The model's own time (the forward pass and the sampling: what an unwatched run pays)
+drives TTFT, TPOT and tokens/s; watching (attention capture, logit lens, candidates, packing) and
+waiting (another run's pass, the lab, a reader that pauses the generator) are stored apart.
 """
 
 from __future__ import annotations
@@ -13,20 +18,19 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Generator
 
-import numpy as np
 import torch
 from transformers import DynamicCache
 
 from .clock import now_ms
-from .core import Engine
+from .core import Engine, Pass
 from .hooks import Capture
 from .kv_cache import cache_bytes, cache_tokens
 from .packed import PackedRows
 from .reasoning import Thinking, reasoning_on, template_text
 from .request import check_length, check_settings, clean_prompt
-from .sampling import choose, warpers
+from .sampling import describe, pick, warpers
 from .tokens import TextStream, prompt_tokens
-from .trace import Attention, Prefill, Prompt, Settings, Step, Summary, Trace
+from .trace import Attention, Observation, Prefill, Prompt, Settings, Step, Summary, Trace
 
 
 @dataclass
@@ -50,7 +54,10 @@ def stream_trace(engine: Engine, prompt: str, settings: Settings | None = None,
                       tokens=prompt_tokens(engine.token_bytes, templated, ids),
                       raw_token_count=len(engine.encode(prompt, templated=True))),
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        reasoning=engine.thinking_style if reasoning_on(settings) else None)
+        reasoning=engine.thinking_style if reasoning_on(settings) else None,
+        observation=Observation(kernel=engine.kernel(Capture(attention=settings.attention)),
+                                attention=engine.capture_via if settings.attention else None,
+                                logit_lens=settings.logit_lens))
     run = Run(engine, trace, ids, start, cancel or threading.Event())
     return run.events()
 
@@ -78,7 +85,9 @@ class Run:
         self.chain = warpers(s.temperature, s.top_k, s.top_p)
         self.generator = torch.Generator(device=engine.device).manual_seed(s.seed)
         self.text = TextStream()
-        self.last_ready = start
+        self.last_ready = start                    # wall clock when the previous token was ready
+        self.clock = self.tokenized_at - start     # the model's clock: its own work only
+        self.forced: tuple[int, str] | None = None  # a token the engine inserts at this step
         self.attention_bytes = 0
         self.capture_attention = s.attention
         self.thinking = Thinking(engine, s, engine.thinking_style, trace.prompt.templated)
@@ -110,57 +119,53 @@ class Run:
         limits, n = self.engine.limits, len(self.ids)
         mapped = min(n, limits.attention_prompt_tokens) if self.capture_attention else 0
         capture = self.capture(map_tokens=mapped)
-        logits, ms = self.engine.forward(torch.tensor([self.ids]), self.cache, capture)
-        self.trace.prefill = Prefill(tokens=n, tokenize_ms=self.tokenized_at - self.start, ms=ms,
-                                     tokens_per_s=n / ms * 1000 if ms > 0 else 0.0)
-        if self.capture_attention:
-            self.trace.attention = Attention(
-                prefill_tokens=mapped, prefill_capped=n > mapped, steps=[],
-                prefill=[PackedRows.pack(capture.maps[i]) for i in sorted(capture.maps)])
-        return self.emit(logits, ms, capture)
+        out = self.engine.forward(torch.tensor([self.ids]), self.cache, capture)
+        self.trace.prefill = Prefill(tokens=n, tokenize_ms=ms3(self.tokenized_at - self.start), ms=ms3(out.ms),
+                                     tokens_per_s=n / out.ms * 1000 if out.ms > 0 else 0.0)
+        return self.emit(out, capture)
 
     def decode_one_token(self) -> str | None:
         """Feed the newest token (or, without a cache, the whole sequence) and pick the next one."""
         fed = self.ids[-1:] if self.cache is not None else self.ids
         capture = self.capture()
-        logits, ms = self.engine.forward(torch.tensor([fed]), self.cache, capture)
-        return self.emit(logits, ms, capture)
+        return self.emit(self.engine.forward(torch.tensor([fed]), self.cache, capture), capture)
 
     def capture(self, map_tokens: int = 0) -> Capture:
         s = self.trace.settings
         return Capture(attention=self.capture_attention, lens=s.logit_lens, map_tokens=map_tokens)
 
     # --- bookkeeping --------------------------------------------------------------------------
-    def emit(self, logits: torch.Tensor, forward_ms: float, capture: Capture) -> str | None:
-        """Choose a token from `logits`, record the step, and say why to stop (None: go on)."""
+    def emit(self, out: Pass, capture: Capture) -> str | None:
+        """Choose a token from the pass's logits, record the step, and say why to stop (None: go on)."""
         engine, s = self.engine, self.trace.settings
-        context = torch.tensor([self.ids])
-        forced = self.thinking.forced_token(sampled_is_eos=False)
-        choice = choose(logits, s, self.chain, context, self.generator, engine.text_of,
-                        force=forced[0] if forced else None)
-        if forced is None and choice.token_id in engine.eos_ids:
-            forced = self.thinking.forced_token(sampled_is_eos=True)   # no ending while still thinking
-            if forced is not None:
-                choice = choose(logits, s, self.chain, context, self.generator, engine.text_of, force=forced[0])
-        token = choice.token_id
+        picked_from = now_ms(engine.device)
+        token, logp_final = self.pick(out.logits)
+        sampled = now_ms(engine.device)            # the model's part of this step ends here
+        forced = self.forced
+        choice = describe(out.logits, token, logp_final, s, engine.text_of)
         self.ids.append(token)
         raw = engine.token_bytes.bytes_of(token)
         special = token in engine.token_bytes.special_ids
         text = "" if special else self.text.push(raw)
         phase = self.thinking.phase_of(engine.text_of(token) if special else text,
                                        forced[1] if forced else None)
+        lens = engine.lens(capture, out.logits) if capture.lens else None
+        self.keep_attention_row(capture)
         ready = now_ms(engine.device)
-        step = Step(
+        first = not self.trace.steps
+        self.clock += out.ms + (sampled - picked_from)
+        model_ms = self.clock if first else out.ms + (sampled - picked_from)   # step 0 is the TTFT
+        observe_ms = out.capture_ms + (ready - sampled)
+        wait_ms = max(0.0, (ready - self.last_ready) - model_ms - observe_ms)
+        self.last_ready = ready
+        self.trace.steps.append(Step(
             index=len(self.trace.steps), id=token, token=engine.text_of(token), text=text,
             bytes_hex=raw.hex(), phase=phase, forced=forced is not None,
-            ms=ready - self.last_ready, t_ms=ready - self.start, forward_ms=forward_ms,
+            ms=ms3(model_ms), t_ms=ms3(self.clock), forward_ms=ms3(out.ms),
+            observe_ms=ms3(observe_ms), wait_ms=ms3(wait_ms),
             candidates=choice.candidates, chosen_rank=choice.rank, chosen_p_model=choice.p_model,
             chosen_p_final=choice.p_final, entropy=choice.entropy, entropy_model=choice.entropy_model,
-            kv_tokens=cache_tokens(self.cache), kv_bytes=cache_bytes(self.cache),
-            lens=engine.lens(capture) if capture.lens else None)
-        self.last_ready = ready
-        self.trace.steps.append(step)
-        self.keep_attention_row(capture)
+            kv_tokens=cache_tokens(self.cache), kv_bytes=cache_bytes(self.cache), lens=lens))
         if token in engine.eos_ids and not s.ignore_eos:
             return "eos"
         if s.stop and any(self.trace.output_text.endswith(x) for x in s.stop):
@@ -169,12 +174,30 @@ class Run:
             return "max_tokens"
         return None
 
+    def pick(self, logits: torch.Tensor) -> tuple[int, torch.Tensor | None]:
+        """The next token as the model (and budget forcing) decides it; sets `self.forced`."""
+        s, context = self.trace.settings, torch.tensor([self.ids])
+        self.forced = self.thinking.forced_token(sampled_is_eos=False)
+        token, logp_final = pick(logits, s, self.chain, context, self.generator,
+                                 force=self.forced[0] if self.forced else None)
+        if self.forced is None and token in self.engine.eos_ids:
+            self.forced = self.thinking.forced_token(sampled_is_eos=True)   # no ending while still thinking
+            if self.forced is not None:
+                token, logp_final = pick(logits, s, self.chain, context, self.generator, force=self.forced[0])
+        return token, logp_final
+
     def keep_attention_row(self, capture: Capture) -> None:
         """Store the attention row of the query that produced this step, until the size cap."""
-        attention = self.trace.attention
-        if not capture.attention or attention is None:
+        if not capture.attention:
             return
-        rows = PackedRows.pack(np.stack([capture.rows[i] for i in sorted(capture.rows)]))  # [L, H, keys]
+        if self.trace.attention is None:      # the prefill pass: its capped maps come first
+            n = self.trace.prefill.tokens
+            self.trace.attention = Attention(
+                prefill_tokens=capture.map_tokens, prefill_capped=n > capture.map_tokens, steps=[],
+                prefill=[PackedRows.pack(capture.maps[i].cpu().numpy()) for i in sorted(capture.maps)])
+        attention = self.trace.attention
+        stacked = torch.stack([capture.rows[i] for i in sorted(capture.rows)])   # [layers, heads, keys]
+        rows = PackedRows.pack(stacked.cpu().numpy())
         self.attention_bytes += rows.nbytes
         if self.attention_bytes > self.engine.limits.attention_max_bytes:
             attention.steps_capped_at = len(attention.steps)
@@ -187,7 +210,8 @@ class Run:
         if steps:
             steps[-1].text += self.text.flush()
         n = len(steps)
-        e2e = steps[-1].t_ms if steps else now_ms(self.engine.device) - self.start
+        wall = (self.last_ready if steps else now_ms(self.engine.device)) - self.start
+        e2e = steps[-1].t_ms if steps else wall
         ttft = steps[0].t_ms if steps else None
         self.trace.summary = Summary(
             ttft_ms=ttft, tpot_ms=(e2e - ttft) / (n - 1) if n > 1 else None, e2e_ms=e2e,
@@ -196,4 +220,11 @@ class Run:
             answer_tokens=sum(st.phase == "answer" for st in steps),
             thinking_tokens=sum(st.phase == "thinking" for st in steps),
             time_to_first_answer_ms=next((st.t_ms for st in steps if st.phase == "answer" and not st.forced),
-                                         None))
+                                         None),
+            observe_ms=ms3(sum(st.observe_ms for st in steps)), wait_ms=ms3(sum(st.wait_ms for st in steps)),
+            wall_ms=ms3(wall))
+
+
+def ms3(ms: float) -> float:
+    """Milliseconds kept to the microsecond: finer digits are clock noise and cost trace bytes."""
+    return round(ms, 3)

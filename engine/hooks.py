@@ -10,7 +10,6 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -48,17 +47,28 @@ def final_norm(model: nn.Module) -> nn.Module:
 
 @dataclass
 class Capture:
-    """What one forward pass should keep, and what it kept (all on the CPU, float32)."""
+    """What one forward pass should keep, and what it kept (tensors stay on the model's device
+    until the run packs them, so the pass itself never waits for a copy)."""
     attention: bool = False
     lens: bool = False
-    map_tokens: int = 0                                       # keep the [:n, :n] maps too
-    rows: dict[int, np.ndarray] = field(default_factory=dict)    # layer -> [heads, keys], last query
-    maps: dict[int, np.ndarray] = field(default_factory=dict)    # layer -> [heads, n, n]
+    map_tokens: int = 0                                            # keep the [:n, :n] maps too
+    rows: dict[int, torch.Tensor] = field(default_factory=dict)    # layer -> [heads, keys], newest query
+    maps: dict[int, torch.Tensor] = field(default_factory=dict)    # layer -> [heads, n, n]
     hidden: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> [hidden], last position
+    calls: int = 0                      # attention calls that recorded (0: the model bypassed our function)
+    inside_ms: float = 0.0              # time spent capturing inside the forward pass (CPU clock)
 
 
 @contextmanager
-def hooked(model: nn.Module, capture: Capture):
+def hooked(model: nn.Module, capture: Capture, eager_attention: bool = False):
+    """Register the hooks a pass needs, and remove them whatever happens.
+
+    The logit lens reads every decoder block's output except the last one's: the last block
+    followed by the final norm and the LM head is the model's own output, which the engine
+    already has. `eager_attention` is the fallback for a model whose attention does not go
+    through transformers' AttentionInterface: the pass runs with the eager kernel and the
+    weights are read from each attention module's output.
+    """
     handles = []
 
     def on_attention(layer: int):
@@ -66,10 +76,11 @@ def hooked(model: nn.Module, capture: Capture):
             weights = output[1]  # [batch, heads, query_pos, key_pos]
             if weights is None:
                 raise RuntimeError("attention weights were not returned; use the eager implementation")
-            capture.rows[layer] = weights[0, :, -1, :].float().cpu().numpy()
-            if capture.map_tokens:
+            capture.rows[layer] = weights[0, :, -1, :].float()
+            if capture.map_tokens and weights.shape[2] == weights.shape[3]:
                 n = capture.map_tokens
-                capture.maps[layer] = weights[0, :, :n, :n].float().cpu().numpy()
+                capture.maps[layer] = weights[0, :, :n, :n].float()
+            capture.calls += 1
         return hook
 
     def on_block(layer: int):
@@ -79,11 +90,11 @@ def hooked(model: nn.Module, capture: Capture):
         return hook
 
     try:
-        if capture.attention:
+        if capture.attention and eager_attention:
             for i, (_, module) in enumerate(attention_modules(model)):
                 handles.append(module.register_forward_hook(on_attention(i)))
         if capture.lens:
-            for i, (_, block) in enumerate(decoder_layers(model)):
+            for i, (_, block) in enumerate(decoder_layers(model)[:-1]):
                 handles.append(block.register_forward_hook(on_block(i)))
         yield capture
     finally:

@@ -41,20 +41,31 @@ class Choice:
     entropy_model: float
 
 
-def choose(logits: torch.Tensor, settings: Settings, chain: LogitsProcessorList,
-           input_ids: torch.Tensor, generator: torch.Generator | None, text_of,
-           force: int | None = None) -> Choice:
-    """Pick one token from `logits` ([vocab], float32) and describe the choice. `force` names a
-    token the engine inserts instead (budget forcing); the RNG is then left untouched."""
+def pick(logits: torch.Tensor, settings: Settings, chain: LogitsProcessorList, input_ids: torch.Tensor,
+         generator: torch.Generator | None, force: int | None = None) -> tuple[int, torch.Tensor | None]:
+    """The model's own choice, all that `generate` would do: warp the scores and sample (or take
+    the top one). Returns the token and the log-probabilities it was sampled from (None when
+    greedy or forced: all the probability sits on the one token). `force` names a token the
+    engine inserts instead (budget forcing); the RNG is then left untouched.
+    logits: [vocab] float32."""
+    if force is not None:
+        return int(force), None
+    if settings.temperature == 0:                        # greedy: the top score wins outright
+        return int(torch.argmax(logits)), None
+    warped = chain(input_ids, logits[None])[0]           # filtered tokens become -inf
+    logp_final = torch.log_softmax(warped, dim=-1)
+    return int(torch.multinomial(logp_final.exp(), 1, generator=generator)), logp_final
+
+
+def describe(logits: torch.Tensor, token: int, logp_final: torch.Tensor | None, settings: Settings,
+             text_of) -> Choice:
+    """What a person wants to see of a choice: top candidates, probabilities before and after the
+    sampling transforms, the chosen token's rank, entropies. Watching, not generating: the run
+    clocks it as observation."""
     logp_model = torch.log_softmax(logits, dim=-1)
-    if settings.temperature == 0 or force is not None:  # greedy: the top score wins outright
-        token = int(torch.argmax(logits)) if force is None else int(force)
+    if logp_final is None:
         logp_final = torch.full_like(logits, float("-inf"))
         logp_final[token] = 0.0
-    else:
-        warped = chain(input_ids, logits[None])[0]       # filtered tokens become -inf
-        logp_final = torch.log_softmax(warped, dim=-1)
-        token = int(torch.multinomial(logp_final.exp(), 1, generator=generator))
     top = torch.topk(logits, min(settings.top_candidates, logits.numel()))
     ids = top.indices.tolist()
     pm, pf = logp_model[top.indices].exp().tolist(), logp_final[top.indices].exp().tolist()

@@ -13,7 +13,10 @@ from .errors import TraceFormatError
 from .packed import PackedRows
 from .serial import from_plain, to_plain
 
-SCHEMA = "token-by-token/trace@1"
+SCHEMA = "token-by-token/trace@2"
+# trace@1 (before the honest clocks): step times were wall time, watching and waiting included.
+# Such files still load; their new fields keep the defaults below.
+READABLE = ("token-by-token/trace@1", SCHEMA)
 
 
 @dataclass
@@ -114,8 +117,10 @@ class Step:
     text: str                   # characters this token completed (may be "" for a partial character)
     bytes_hex: str
     phase: str                  # "answer" | "thinking"
-    ms: float                   # previous token ready -> this token ready (step 0: request start -> TTFT)
-    t_ms: float                 # request start -> this token ready
+    # Times are the model's own (trace@2): the forward pass and the sampling, without the cost of
+    # watching (observe_ms) or waiting (wait_ms). Wall time of a step = ms + observe_ms + wait_ms.
+    ms: float                   # model time of this step (step 0: tokenize + prefill + sample = TTFT)
+    t_ms: float                 # model clock at this token: request start -> this token, waits and watching left out
     forward_ms: float           # the forward pass that produced this token's logits
     candidates: list[Candidate]
     chosen_rank: int            # rank of the chosen token by raw logit (0 = top)
@@ -127,6 +132,8 @@ class Step:
     kv_bytes: int               # bytes of those cache tensors, read from the tensors
     forced: bool = False        # inserted by the engine (e.g. a forced closing delimiter), not sampled
     lens: list[LensGuess] | None = None
+    observe_ms: float = 0.0     # watching this step: attention capture, logit lens, candidates, packing
+    wait_ms: float = 0.0        # outside this run: another run's pass, the lab, a paused reader
 
 
 @dataclass
@@ -151,6 +158,17 @@ class Summary:
     thinking_tokens: int = 0
     answer_tokens: int = 0
     time_to_first_answer_ms: float | None = None
+    observe_ms: float = 0.0         # all steps' watching cost, kept apart from the model's times above
+    wait_ms: float = 0.0            # all steps' waits
+    wall_ms: float | None = None    # request start -> last token on the wall clock (= e2e + observe + wait)
+
+
+@dataclass
+class Observation:
+    """How the run was watched, so a reader knows what produced the numbers."""
+    kernel: str                 # attention kernel that computed the outputs: "sdpa", "eager", ...
+    attention: str | None       # "sdpa-capture" (rows recomputed beside SDPA), "eager-hooks", or None
+    logit_lens: bool
 
 
 @dataclass
@@ -163,6 +181,7 @@ class Trace:
     summary: Summary | None = None
     attention: Attention | None = None
     reasoning: str | None = None    # None (normal), or how thinking was produced: switch/tags/scaffold
+    observation: Observation | None = None
     created: str = ""
     schema: str = SCHEMA
 
@@ -181,7 +200,7 @@ class Trace:
             data = json.loads(text)
         except (ValueError, RecursionError) as exc:
             raise TraceFormatError(f"not valid JSON: {str(exc)[:200]}") from None
-        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        if not isinstance(data, dict) or data.get("schema") not in READABLE:
             got = data.get("schema") if isinstance(data, dict) else type(data).__name__
             raise TraceFormatError(f"not a Token by Token trace: schema is {got!r}, expected {SCHEMA!r}")
         return from_plain(cls, data)

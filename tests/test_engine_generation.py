@@ -46,12 +46,12 @@ def test_cached_logits_match_full_recompute(engine):
     """Decode with the KV cache and without it: the logits at every step agree (fp32)."""
     ids = engine.encode(engine.apply_template("Tell me about the moon.", Settings()), templated=True)
     cache = DynamicCache(config=engine.model.config)
-    logits, _ = engine.forward(torch.tensor([ids]), cache, Capture())
+    logits = engine.forward(torch.tensor([ids]), cache, Capture()).logits
     worst = 0.0
     for _ in range(24):
         ids.append(int(logits.argmax()))
-        logits, _ = engine.forward(torch.tensor([ids[-1:]]), cache, Capture())
-        full, _ = engine.forward(torch.tensor([ids]), None, Capture())
+        logits = engine.forward(torch.tensor([ids[-1:]]), cache, Capture()).logits
+        full = engine.forward(torch.tensor([ids]), None, Capture()).logits
         worst = max(worst, float((logits - full).abs().max()))
     assert worst < 1e-3, worst
 
@@ -92,7 +92,10 @@ def test_attention_capture_does_not_change_tokens(engine):
     plain = run_trace(engine, "What is 2 + 2?", Settings(max_new_tokens=16))
     captured = run_trace(engine, "What is 2 + 2?", Settings(max_new_tokens=16, attention=True, logit_lens=True))
     assert [s.id for s in plain.steps] == [s.id for s in captured.steps]
-    assert engine.model.config._attn_implementation == "sdpa"      # switched back after each pass
+    # the kernel is never switched: SDPA computes the outputs of watched and unwatched runs alike
+    assert engine.model.config._attn_implementation == "tbt_sdpa"
+    assert captured.observation.kernel == "sdpa" and captured.observation.attention == "sdpa-capture"
+    assert plain.observation.attention is None
     lens = captured.steps[0].lens
     assert len(lens) == engine.info.layers
     assert lens[-1].id == captured.steps[0].id                      # the last layer is the model's answer
@@ -120,7 +123,7 @@ def test_hooks_are_removed_after_runs_cancels_and_errors(engine):
     finally:
         handle.remove()
     assert _hook_count(engine.model) == 0
-    assert engine.model.config._attn_implementation == "sdpa"
+    assert engine.model.config._attn_implementation == "tbt_sdpa"
 
 
 def test_cancel_keeps_the_partial_trace(engine):

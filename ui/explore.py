@@ -6,6 +6,7 @@ import json
 
 import gradio as gr
 
+from engine.request import APP_DEFAULTS
 from viz import html
 
 from . import lab_tab, reasoning_tab
@@ -48,14 +49,15 @@ class Explore:
                     self.run_btn = gr.Button(t("run"), variant="primary", elem_id="run")
                     self.stop_btn = gr.Button(t("stop"), variant="stop", elem_id="stop")
                 with gr.Accordion(t("settings"), open=False):
-                    self.max_new = gr.Slider(1, limits.max_new_tokens, value=48, step=1, label=t("max_new_tokens"))
+                    self.max_new = gr.Slider(1, limits.max_new_tokens, value=APP_DEFAULTS.max_new_tokens, step=1,
+                                             label=t("max_new_tokens"))
                     self.temperature = gr.Slider(0, 2, value=0, step=0.05, label=t("temperature_greedy"))
                     self.top_k = gr.Slider(0, 200, value=0, step=1, label=t("top_k_off"))
                     self.top_p = gr.Slider(0.01, 1, value=1, step=0.01, label=t("top_p_off"))
                     self.seed = gr.Number(value=0, precision=0, label=t("seed"), minimum=0)
                     with gr.Row():
-                        self.attention_on = gr.Checkbox(value=True, label=t("capture_attention"))
-                        self.lens_on = gr.Checkbox(value=True, label=t("logit_lens"))
+                        self.attention_on = gr.Checkbox(value=APP_DEFAULTS.attention, label=t("capture_attention"))
+                        self.lens_on = gr.Checkbox(value=APP_DEFAULTS.logit_lens, label=t("logit_lens"))
                         self.template_on = gr.Checkbox(value=True, label=t("chat_template"))
             with gr.Column(scale=3):
                 self.output = gr.HTML(elem_id="output", js_on_load=CLICK_JS)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import gradio as gr
 
-from engine import EngineError, stream_trace
+from engine import EngineError
+from engine.side_by_side import interleave
 from engine.evaluation import QUESTIONS, evaluate
-from engine.trace import Settings
 from viz import reasoning as rviz
 from viz.notice import notice_chart
 
@@ -33,32 +33,6 @@ def whole(name: str, value, least: int) -> int:
     if value is None or not math.isfinite(value) or value != int(value) or value < least:
         raise gr.Error(f"{name} must be a whole number of at least {least}, got {value!r}")
     return int(value)
-
-
-def settings_pair(budget, answer_tokens, attention: bool = False) -> tuple[Settings, Settings]:
-    budget, answer_tokens = int(budget), int(answer_tokens)
-    return (Settings(max_new_tokens=answer_tokens, attention=attention, logit_lens=attention),
-            Settings(max_new_tokens=budget + answer_tokens, mode="reasoning", thinking_budget=budget))
-
-
-def interleave(engine, prompt, budget, answer_tokens, cancel=None, attention: bool = False):
-    """Step both runs in turn on the one engine; yields (normal trace, reasoning trace, finished).
-    `attention` also captures attention and the logit lens of the normal run."""
-    normal, reasoning = settings_pair(budget, answer_tokens, attention)
-    runs = [stream_trace(engine, prompt, normal, cancel), stream_trace(engine, prompt, reasoning, cancel)]
-    traces, live = [None, None], [True, True]
-    try:
-        while any(live):
-            for i, run in enumerate(runs):
-                if live[i]:
-                    try:
-                        traces[i] = next(run).trace
-                    except StopIteration:
-                        live[i] = False
-            yield traces[0], traces[1], not any(live)
-    finally:
-        for run in runs:
-            run.close()
 
 
 class ReasoningTab:

@@ -22,7 +22,7 @@ from viz.theme import presentable
 
 from .gpu import on_gpu
 from .i18n import ASSETS, t, text
-from .reasoning_tab import interleave
+from engine.side_by_side import interleave
 from .runs import ENGINE_CONCURRENCY
 from .views import chart_or_notice, least_sure_step
 

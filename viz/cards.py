@@ -54,6 +54,7 @@ def step_html(trace: Trace, step: int, lang: str = "en") -> str:
         (label("entropy_model_nats", lang), esc(fmt_nats(s.entropy_model))),
         (label("step_ms", lang), esc(fmt_ms(s.ms))),
         (label("forward_ms", lang), esc(fmt_ms(s.forward_ms))),
+        (label("watch_cost", lang), esc(fmt_ms(s.observe_ms))),
         (label("kv_tokens", lang), f"{s.kv_tokens:,}"),
         (label("kv_bytes", lang), esc(fmt_bytes(s.kv_bytes))),
     ]
@@ -66,6 +67,16 @@ def _card(name: str, value: str, definition: str, note: str = "") -> str:
     return (f'<div class="tbt-card"><div class="tbt-card-name">{esc(name)}</div>'
             f'<div class="tbt-card-value">{esc(value)}{note}</div>'
             f'<div class="tbt-card-def">{esc(definition)}</div></div>')
+
+
+def watch_card(trace: Trace, lang: str = "en") -> str:
+    """The cost of watching, per step, kept apart from the model's own times."""
+    steps = trace.steps
+    if trace.schema.endswith("@1"):
+        return _card(label("watch_cost", lang), "—", label("def_watch_cost", lang), label("watch_unknown", lang))
+    per_step = sum(s.observe_ms for s in steps) / len(steps) if steps else None
+    value = label("watch_per_step", lang, ms=fmt_ms(per_step)) if per_step is not None else fmt_ms(None)
+    return _card(label("watch_cost", lang), value, label("def_watch_cost", lang))
 
 
 def speed_html(trace: Trace, lang: str = "en") -> str:
@@ -98,7 +109,11 @@ def speed_html(trace: Trace, lang: str = "en") -> str:
     if summary and summary.time_to_first_answer_ms is not None:
         cards.append(_card(label("ttfa", lang), fmt_ms(summary.time_to_first_answer_ms),
                            label("def_ttfa", lang)))
+    cards.append(watch_card(trace, lang))
     foot = label("running", lang) if running else (label("new_tokens", lang, n=summary.new_tokens) + " · "
                                  + stop_text(summary.stop_reason, lang))
+    if summary and summary.wall_ms is not None:
+        foot += " · " + label("watch_wall", lang, wall=fmt_ms(summary.wall_ms), model=fmt_ms(summary.e2e_ms),
+                              observe=fmt_ms(summary.observe_ms), wait=fmt_ms(summary.wait_ms))
     return (f'<div class="tbt tbt-speed"><div class="tbt-cards">{"".join(cards)}</div>'
             f'<div class="tbt-legend">{esc(foot)}</div></div>')

@@ -145,8 +145,10 @@ LABELS: dict[str, dict[str, str]] = {
     "prefill_ms": {"en": "prefill", "zh": "预填充耗时"},
     "prefill_rate": {"en": "prefill speed", "zh": "预填充速度"},
     "ttfa": {"en": "first answer token", "zh": "首个回答 token"},
-    "def_ttft": {"en": "Request start → first token ready. Includes tokenization and prefill.",
-                 "zh": "从发出请求到第一个 token 就绪，包含分词和预填充。"},
+    "def_ttft": {"en": "Request start → first token ready: tokenization, prefill and sampling. Like every time "
+                       "here it is the model's own work; watching and waiting are counted apart.",
+                 "zh": "从发出请求到第一个 token 就绪：分词、预填充和采样。这里的每个时间都只算模型自己的计算，"
+                       "观察和等待的时间另算。"},
     "def_tpot": {"en": "(end-to-end − TTFT) ÷ (new tokens − 1): the average gap between tokens, as vLLM defines it.",
                  "zh": "（端到端 − TTFT）÷（新 token 数 − 1）：相邻 token 的平均间隔，与 vLLM 的定义相同。"},
     "def_e2e": {"en": "Request start → last token ready.", "zh": "从发出请求到最后一个 token 就绪。"},
@@ -158,6 +160,18 @@ LABELS: dict[str, dict[str, str]] = {
     "def_ttfa": {"en": "Request start → first token after the thinking block.",
                  "zh": "从发出请求到思考结束后的第一个回答 token。"},
     "tpot_needs_two": {"en": "needs at least 2 tokens", "zh": "至少需要 2 个 token"},
+    "watch_cost": {"en": "watching cost", "zh": "观察开销"},
+    "watch_per_step": {"en": "{ms} per step", "zh": "每步 {ms}"},
+    "def_watch_cost": {"en": "What recording this run cost on top of the model: attention capture, logit lens, "
+                             "the candidate table. Measured step by step and left out of the times above.",
+                       "zh": "在模型计算之外，记录这次运行花的时间：注意力捕获、logit lens、候选词表。"
+                             "逐步测量，不计入上面的各项时间。"},
+    "watch_wall": {"en": "On the wall clock the run took {wall}: {model} model, {observe} watching, {wait} waiting "
+                         "(for other runs, the lab or the page).",
+                   "zh": "按挂钟时间，这次运行共 {wall}：模型 {model}，观察 {observe}，等待 {wait}"
+                         "（等其他运行、实验室或页面）。"},
+    "watch_unknown": {"en": "not measured in this trace (recorded before the watching cost was kept apart)",
+                      "zh": "这条记录没有单独测量（记录于观察开销单列之前）"},
     "so_far": {"en": "so far", "zh": "目前"},
     "running": {"en": "running…", "zh": "生成中…"},
     "new_tokens": {"en": "{n} new tokens", "zh": "{n} 个新 token"},

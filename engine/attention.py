@@ -1,0 +1,87 @@
+"""Attention capture without switching kernels: one attention function, registered with
+transformers' `AttentionInterface`, that computes every layer's output with SDPA exactly as an
+uncaptured run does, and only when a pass asks for it also computes the probabilities we keep.
+
+Why not ask the model for its attention weights? SDPA (the fused kernel) never forms them; only
+the "eager" implementation does, by writing the whole heads × T × T score matrix. Switching the
+shared model to eager for a watched run changed what was measured (another kernel, other
+timings). Here the output always comes from SDPA, and the probabilities are recomputed on the
+side for what the trace keeps: the newest query's row (one row per head, a few microseconds) and,
+at prefill, the capped map of the first `map_tokens` positions.
+
+The capture request travels with the forward call as a keyword argument (`model(...,
+tbt_capture=capture)`): transformers passes extra keyword arguments down to the attention
+function, so nothing global is switched and two runs' passes can never see each other's request.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import torch
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+NAME = "tbt_sdpa"          # the implementation name the engine sets on its model
+KWARG = "tbt_capture"      # the keyword argument that carries a pass's Capture
+_registered = threading.Lock()
+
+
+def register() -> None:
+    """Add the function (and SDPA's mask builder, without which a custom name silently gets no
+    causal mask) to transformers' process-wide tables. Idempotent."""
+    with _registered:
+        AttentionInterface.register(NAME, attention_forward)
+        AttentionMaskInterface.register(NAME, sdpa_mask)
+
+
+def attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """query: [batch, heads, q_len, head_dim]; key/value: [batch, kv_heads, k_len, head_dim]
+    (the cache's keys, this pass's included). Returns (output, None) like SDPA."""
+    capture = kwargs.pop(KWARG, None)
+    out = sdpa_attention_forward(module, query, key, value, attention_mask,
+                                 dropout=dropout, scaling=scaling, **kwargs)
+    if capture is not None and capture.attention:
+        start = time.perf_counter()     # host clock: on CUDA this is the launch, a small part of the pass
+        record(capture, module.layer_idx, query, key, attention_mask,
+               scaling if scaling is not None else query.shape[-1] ** -0.5)
+        capture.calls += 1
+        capture.inside_ms += (time.perf_counter() - start) * 1000.0
+    return out
+
+
+def scores(query: torch.Tensor, key: torch.Tensor, scaling: float) -> torch.Tensor:
+    """Scaled dot products of grouped-query heads without copying K.
+
+    query: [heads, q, d] -> viewed as [kv_heads, group, q, d], so each group of query heads meets
+    its one shared key head by broadcasting; key: [kv_heads, k, d]. Returns [heads, q, k] float32.
+    """
+    heads, q_len, dim = query.shape
+    kv_heads = key.shape[0]
+    grouped = query.float().view(kv_heads, heads // kv_heads, q_len, dim)
+    s = torch.matmul(grouped, key.float().transpose(-1, -2)[:, None]) * scaling   # [kv, group, q, k]
+    return s.reshape(heads, q_len, key.shape[1])
+
+
+def masked_softmax(s: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Softmax over keys after the model's mask: a boolean mask keeps True; a float mask adds."""
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask.float()
+    return torch.softmax(s, dim=-1)
+
+
+def record(capture, layer: int, query, key, attention_mask, scaling: float) -> None:
+    """Keep the newest query's row for every head, and at a fresh prefill the [:n, :n] map."""
+    q_len, k_len = query.shape[2], key.shape[2]
+    mask = attention_mask[0, 0] if attention_mask is not None else None          # [q, k] or None
+    last = scores(query[0, :, -1:], key[0], scaling)                              # [heads, 1, k]
+    capture.rows[layer] = masked_softmax(last, None if mask is None else mask[-1:])[:, 0]
+    n = min(capture.map_tokens, q_len)
+    if n and q_len == k_len:          # the queries are positions 0..T-1: a prefill on an empty cache
+        s = scores(query[0, :, :n], key[0, :, :n], scaling)                        # [heads, n, n]
+        causal = torch.ones(n, n, dtype=torch.bool, device=s.device).tril()
+        if mask is not None and mask.dtype == torch.bool:
+            causal = causal & mask[:n, :n]
+        capture.maps[layer] = masked_softmax(s, causal)
