@@ -11,6 +11,7 @@ point of their running sum: q_i = round(4095 * cumsum_i) - round(4095 * cumsum_{
 
 from __future__ import annotations
 
+import math
 import zlib
 from dataclasses import dataclass
 
@@ -37,7 +38,7 @@ class PackedRows:
 
     def unpack(self) -> np.ndarray:
         """The rows as float32, shape `self.shape`."""
-        count = int(np.prod(self.shape)) if self.shape else 0
+        count = math.prod(self.shape) if self.shape else 0     # Python ints: np.prod overflows to 0
         if any(d < 0 for d in self.shape) or count > MAX_VALUES:
             raise TraceFormatError(f"attention block shape {self.shape} is not acceptable")
         try:

@@ -189,6 +189,12 @@ class Trace:
     def output_text(self) -> str:
         return "".join(s.text for s in self.steps)
 
+    def validate(self, limits=None) -> Trace:
+        """Check every size against the data it describes and the host's caps (engine/validate.py);
+        raises TraceFormatError. Run it on every file from outside before drawing it."""
+        from .validate import validate
+        return validate(self, limits)
+
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(to_plain(self), ensure_ascii=False, allow_nan=False, indent=indent)
 

@@ -1,0 +1,124 @@
+"""Cross-field checks of a parsed Trace before anything draws it.
+
+`from_json` checks each value's type; a file can still be type-correct and hostile: a header that
+claims 40 million prompt positions over a 1 KB attention block, token spans outside the text,
+step counts that disagree with the steps. Charts size their data from such fields, so every field
+that sizes something is checked against the data it describes and against the host's caps, with
+Python integers (no numpy overflow). The first problem found raises TraceFormatError naming the
+field.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .errors import TraceFormatError
+from .request import Limits
+from .trace import Trace
+
+# Sizes no real model reaches; anything above is a hostile header, not a big model.
+MAX_LAYERS, MAX_HEADS, MAX_VOCAB, MAX_CONTEXT = 1_024, 1_024, 10_000_000, 100_000_000
+MAX_TOTAL_VALUES = 64_000_000        # attention values all blocks together may unpack to
+
+
+def _check(ok: bool, where: str, what: str) -> None:
+    if not ok:
+        raise TraceFormatError(f"{where}: {what}")
+
+
+def _between(value: int | float, lo: int | float, hi: int | float, where: str) -> None:
+    _check(lo <= value <= hi, where, f"{value!r} is outside {lo:,}..{hi:,}")
+
+
+def validate(trace: Trace, limits: Limits | None = None) -> Trace:
+    """Raise TraceFormatError unless every size in `trace` agrees with its data and the caps."""
+    limits = limits or Limits()
+    m = trace.model
+    _between(m.layers, 1, MAX_LAYERS, "model.layers")
+    _between(m.heads, 1, MAX_HEADS, "model.heads")
+    _between(m.kv_heads, 1, m.heads, "model.kv_heads")
+    _between(m.vocab_size, 1, MAX_VOCAB, "model.vocab_size")
+    _between(m.context_length, 1, MAX_CONTEXT, "model.context_length")
+    for name in ("head_dim", "hidden_size", "parameters", "parameter_bytes"):
+        _between(getattr(m, name), 0, 10**15, f"model.{name}")
+
+    s = trace.settings
+    _between(s.max_new_tokens, 1, 10**7, "settings.max_new_tokens")
+    _between(s.top_candidates, 1, limits.max_top_candidates, "settings.top_candidates")
+
+    p = trace.prompt
+    _between(len(p.raw), 0, 4 * limits.max_prompt_chars, "prompt.raw")
+    _between(len(p.templated), 0, 4 * limits.max_prompt_chars + 100_000, "prompt.templated")
+    _between(len(p.tokens), 0, 2 * limits.max_prompt_tokens, "prompt.tokens")
+    _between(p.raw_token_count, 0, len(p.raw) * 4 + 16, "prompt.raw_token_count")
+    for i, tok in enumerate(p.tokens):
+        where = f"prompt.tokens[{i}]"
+        _between(tok.id, 0, m.vocab_size - 1, f"{where}.id")
+        _check(0 <= tok.start <= tok.end <= len(p.templated), where,
+               f"span {tok.start}..{tok.end} is outside the {len(p.templated):,}-character text")
+        _between(len(tok.text), 0, 1_000, f"{where}.text")
+        _between(len(tok.bytes_hex), 0, 2_000, f"{where}.bytes_hex")
+
+    if trace.prefill is not None:
+        _check(trace.prefill.tokens == len(p.tokens), "prefill.tokens",
+               f"says {trace.prefill.tokens:,} but the prompt has {len(p.tokens):,} tokens")
+        _check(trace.prefill.ms >= 0 and trace.prefill.tokenize_ms >= 0, "prefill", "negative time")
+
+    _between(len(trace.steps), 0, limits.max_new_tokens, "steps")
+    for i, st in enumerate(trace.steps):
+        where = f"steps[{i}]"
+        _check(st.index == i, f"{where}.index", f"is {st.index}, expected {i}")
+        _between(st.id, 0, m.vocab_size - 1, f"{where}.id")
+        _between(len(st.candidates), 0, s.top_candidates, f"{where}.candidates")
+        _between(st.chosen_rank, 0, m.vocab_size - 1, f"{where}.chosen_rank")
+        _between(st.kv_tokens, 0, len(p.tokens) + i + 1, f"{where}.kv_tokens")
+        _check(st.kv_bytes >= 0, f"{where}.kv_bytes", "is negative")
+        _between(len(st.text), 0, 256, f"{where}.text")
+        _between(len(st.token), 0, 1_000, f"{where}.token")
+        _check(min(st.ms, st.t_ms, st.forward_ms, st.observe_ms, st.wait_ms) >= 0, where, "negative time")
+        for c in st.candidates:
+            _between(c.id, 0, m.vocab_size - 1, f"{where}.candidates.id")
+            _between(len(c.text), 0, 1_000, f"{where}.candidates.text")
+        if st.lens is not None:
+            _between(len(st.lens), 0, m.layers, f"{where}.lens")
+            for g in st.lens:
+                _between(g.layer, 0, m.layers - 1, f"{where}.lens.layer")
+                _between(g.id, 0, m.vocab_size - 1, f"{where}.lens.id")
+
+    if trace.summary is not None:
+        sm = trace.summary
+        _check(sm.new_tokens == len(trace.steps), "summary.new_tokens",
+               f"says {sm.new_tokens:,} but there are {len(trace.steps):,} steps")
+        _check(sm.thinking_tokens + sm.answer_tokens <= sm.new_tokens and
+               min(sm.thinking_tokens, sm.answer_tokens, sm.kv_bytes_final) >= 0,
+               "summary", "token counts disagree with new_tokens")
+
+    if trace.attention is not None:
+        _validate_attention(trace, limits)
+    return trace
+
+
+def _validate_attention(trace: Trace, limits: Limits) -> None:
+    a, m, n_prompt = trace.attention, trace.model, len(trace.prompt.tokens)
+    n = a.prefill_tokens
+    _between(n, 0, min(n_prompt, limits.attention_prompt_tokens), "attention.prefill_tokens")
+    _check(len(a.prefill) in (0, m.layers), "attention.prefill",
+           f"has {len(a.prefill)} blocks for {m.layers} layers")
+    total = 0
+    for i, block in enumerate(a.prefill):
+        _check(list(block.shape) == [m.heads, n, n], f"attention.prefill[{i}]",
+               f"shape {block.shape} is not [heads {m.heads}, {n}, {n}]")
+        total += math.prod(block.shape)
+    _between(len(a.steps), 0, len(trace.steps), "attention.steps")
+    for i, block in enumerate(a.steps):
+        keys = n_prompt + i
+        _check(list(block.shape) == [m.layers, m.heads, keys], f"attention.steps[{i}]",
+               f"shape {block.shape} is not [layers {m.layers}, heads {m.heads}, keys {keys}]")
+        total += math.prod(block.shape)
+    if a.steps_capped_at is not None:
+        _between(a.steps_capped_at, 0, len(trace.steps), "attention.steps_capped_at")
+    _check(total <= MAX_TOTAL_VALUES, "attention", f"unpacks to {total:,} values; the limit is {MAX_TOTAL_VALUES:,}")
+    for i, block in enumerate(a.prefill + a.steps):
+        # zlib cannot expand more than ~1032x: a block whose data is far too small for its shape is a lie
+        _check(len(block.data) * 1032 + 64 >= 2 * math.prod(block.shape), f"attention block {i}",
+               "its data is too small for its shape")

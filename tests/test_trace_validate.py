@@ -1,0 +1,89 @@
+"""Trace.validate: type-correct but hostile files are refused before anything draws them."""
+
+import base64
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from engine import Trace, TraceFormatError
+from engine.packed import PackedRows
+from engine.request import Limits
+
+FIXTURES = Path(__file__).parent / "fixtures"
+RECORDED = Path(__file__).parent.parent / "assets" / "traces"
+
+
+def _doc(name: str = "trace_zh.json") -> dict:
+    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+
+
+def _check(doc: dict) -> Trace:
+    return Trace.from_json(json.dumps(doc)).validate(Limits())
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("trace_*.json")) + sorted(p for p in RECORDED.glob("*.json") if p.name != "manifest.json"),
+                         ids=lambda p: p.name)
+def test_real_traces_pass(path):
+    Trace.from_json(path.read_text(encoding="utf-8")).validate(Limits())
+
+
+def test_a_fresh_run_passes(engine):
+    from engine import Settings, run_trace
+    trace = run_trace(engine, "Hi there", Settings(max_new_tokens=4, attention=True, logit_lens=True))
+    Trace.from_json(trace.to_json()).validate(engine.limits)
+
+
+def _attention_doc() -> dict:
+    doc = _doc()
+    assert doc["attention"] is not None, "the fixture must carry attention"
+    return doc
+
+
+HOSTILE = {
+    # the issue's case: 40 million prompt positions over a 1 KB block
+    "prefill_tokens_huge": lambda d: d["attention"].__setitem__("prefill_tokens", 40_000_000),
+    "prefill_block_shape_lies": lambda d: d["attention"]["prefill"][0].__setitem__("shape", [2**32, 2**32]),
+    "step_block_wrong_keys": lambda d: d["attention"]["steps"][0].__setitem__(
+        "shape", [d["model"]["layers"], d["model"]["heads"], 5_000]),
+    "more_rows_than_steps": lambda d: d["attention"].__setitem__(
+        "steps", d["attention"]["steps"] + d["attention"]["steps"] * 3),
+    "span_outside_text": lambda d: d["prompt"]["tokens"][0].__setitem__("end", 10**9),
+    "span_backwards": lambda d: d["prompt"]["tokens"][1].update(start=5, end=2),
+    "negative_kv_bytes": lambda d: d["steps"][0].__setitem__("kv_bytes", -1),
+    "new_tokens_disagree": lambda d: d["summary"].__setitem__("new_tokens", 10**8),
+    "step_index_wrong": lambda d: d["steps"][1].__setitem__("index", 7),
+    "token_id_past_vocab": lambda d: d["steps"][0].__setitem__("id", 10**12),
+    "layers_huge": lambda d: d["model"].__setitem__("layers", 10**9),
+    "kv_heads_above_heads": lambda d: d["model"].__setitem__("kv_heads", d["model"]["heads"] + 1),
+    "prefill_count_lies": lambda d: d["prefill"].__setitem__("tokens", 3_000_000),
+    "negative_time": lambda d: d["steps"][2].__setitem__("ms", -5.0),
+    "too_many_candidates": lambda d: d["steps"][0].__setitem__("candidates", d["steps"][0]["candidates"] * 50),
+    "lens_layer_outside": lambda d: d["steps"][0].__setitem__(
+        "lens", [{"layer": 10**6, "id": 1, "text": "x", "p": 0.5}]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_file_is_refused_with_the_field_named(name):
+    doc = copy.deepcopy(_attention_doc())
+    HOSTILE[name](doc)
+    with pytest.raises(TraceFormatError) as info:
+        _check(doc)
+    assert len(str(info.value)) < 300 and ":" in str(info.value)
+
+
+def test_a_block_whose_data_cannot_hold_its_shape_is_refused():
+    doc = _attention_doc()
+    tiny = PackedRows.pack([[1.0]])                       # a few bytes claiming a whole layer's maps
+    doc["attention"]["prefill"][0]["data"] = base64.b64encode(tiny.data).decode()
+    with pytest.raises(TraceFormatError, match="too small for its shape"):
+        _check(doc)
+
+
+def test_unpack_counts_with_python_integers():
+    """np.prod([2**32, 2**32]) overflows to 0 in int64; the block must still be refused."""
+    block = PackedRows(shape=[2**32, 2**32], data=b"")
+    with pytest.raises(TraceFormatError):
+        block.unpack()
