@@ -5,9 +5,11 @@
 Without --url it starts `python app.py` on a free port of 127.0.0.1 (and stops it after); --url
 must point at this machine. First every input is run once, one at a time (the reference); then
 the clients run them all at once. Half the inputs sample (temperature 0.8, top-k 40, their own
-seed), so a leak of RNG state or cache between requests would show as a mismatch. Prints one
-JSON object: requests, completed, errors, p50/p95 latency, the server's RSS before and after,
-and whether every concurrent trace matched its sequential reference token for token.
+seed), so a leak of RNG state or cache between requests would show as a mismatch; every input
+captures attention and the logit lens (unless --no-capture), so would a hook or capture state
+shared between visitors. Prints one JSON object: requests, completed, errors, p50/p95 latency,
+the server's RSS before and after, and whether every concurrent trace matched its sequential
+reference: the same tokens, attention maps and rows, and logit-lens guesses.
 """
 
 from __future__ import annotations
@@ -25,15 +27,22 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlparse
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 PROMPTS = ["Hello, world!", "什么是量子计算", "Write a haiku about rain.", "List three fruits.",
            "Explain in two sentences why the sky is blue.", "小明去超市买了苹果，接着他",
            "Write a Python function that checks whether a number is prime.", "Once upon a time"]
 LOCAL = {"127.0.0.1", "localhost", "::1"}
+# Attention is stored rounded to 1/4095 (engine/packed.py); two runs of one input may land on
+# either side of a rounding step, so values may differ by that step (plus float noise), no more.
+ATTENTION_ATOL = 2 / 4095
+LENS_P_ATOL = 1e-4
 
 
-def inputs(clients: int, runs: int, tokens: int) -> list[dict]:
-    """One request per (client, run); odd ones sample with their own seed."""
+def inputs(clients: int, runs: int, tokens: int, capture: bool = True) -> list[dict]:
+    """One request per (client, run); odd ones sample with their own seed; all capture attention
+    and the logit lens unless `capture` is False."""
     out = []
     for c in range(clients):
         for r in range(runs):
@@ -41,7 +50,7 @@ def inputs(clients: int, runs: int, tokens: int) -> list[dict]:
             sampled = i % 2 == 1
             out.append(dict(prompt=PROMPTS[i % len(PROMPTS)], max_new_tokens=tokens,
                             temperature=0.8 if sampled else 0.0, top_k=40 if sampled else 0, top_p=1.0,
-                            seed=1000 + i, attention=False, logit_lens=False, chat_template=True))
+                            seed=1000 + i, attention=capture, logit_lens=capture, chat_template=True))
     return out
 
 
@@ -80,8 +89,35 @@ def start_server(concurrency: int | None) -> tuple[subprocess.Popen, str]:
     raise RuntimeError("the app did not start in 240 s")
 
 
-def call(url: str, request: dict, timeout_s: float) -> tuple[list[int] | None, float, str | None]:
-    """(generated token ids, seconds, error) of one /trace request from a fresh client."""
+def differences(got, want) -> list[str]:
+    """Where trace `got` differs from the reference `want` of the same input ([] when it matches):
+    generated tokens, captured attention (prefill maps, per-step rows), logit-lens guesses."""
+    out = []
+    if [s.id for s in got.steps] != [s.id for s in want.steps]:
+        out.append("tokens")
+    a, b = got.attention, want.attention
+    if (a is None) != (b is None):
+        out.append("attention present in one only")
+    elif a is not None:
+        if len(a.prefill) != len(b.prefill) or len(a.steps) != len(b.steps):
+            out.append("attention block counts")
+        else:
+            for kind, pairs in (("prefill", zip(a.prefill, b.prefill)), ("rows", zip(a.steps, b.steps))):
+                for i, (x, y) in enumerate(pairs):
+                    if x.shape != y.shape or not np.allclose(x.unpack(), y.unpack(), rtol=0, atol=ATTENTION_ATOL):
+                        out.append(f"attention {kind} {i}")
+                        break
+    for i, (x, y) in enumerate(zip(got.steps, want.steps)):
+        if (x.lens is None) != (y.lens is None) or x.lens and (
+                [g.id for g in x.lens] != [g.id for g in y.lens]
+                or any(abs(g.p - h.p) > LENS_P_ATOL for g, h in zip(x.lens, y.lens))):
+            out.append(f"lens at step {i}")
+            break
+    return out
+
+
+def call(url: str, request: dict, timeout_s: float):
+    """(trace, seconds, error) of one /trace request from a fresh client; trace None on error."""
     from gradio_client import Client
 
     from engine import Trace
@@ -89,8 +125,7 @@ def call(url: str, request: dict, timeout_s: float) -> tuple[list[int] | None, f
     try:
         job = Client(url, verbose=False).submit(**request, api_name="/trace")
         path = job.result(timeout=timeout_s)
-        trace = Trace.from_json(Path(path).read_bytes())
-        return [s.id for s in trace.steps], time.monotonic() - start, None
+        return Trace.from_json(Path(path).read_bytes()), time.monotonic() - start, None
     except Exception as exc:                       # counted and reported, never raised
         return None, time.monotonic() - start, f"{type(exc).__name__}: {str(exc)[:200]}"
 
@@ -103,19 +138,21 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def run_load(url: str, clients: int, runs: int, tokens: int, pid: int | None = None,
-             timeout_s: float = 600) -> dict:
-    requests = inputs(clients, runs, tokens)
+             timeout_s: float = 600, capture: bool = True) -> dict:
+    requests = inputs(clients, runs, tokens, capture)
     deadline = time.monotonic() + timeout_s
     reference = {}
     for i, request in enumerate(requests):          # the sequential reference, one at a time
-        ids, _, error = call(url, request, max(1.0, deadline - time.monotonic()))
+        trace, _, error = call(url, request, max(1.0, deadline - time.monotonic()))
         if error:
             raise RuntimeError(f"sequential reference run {i} failed: {error}")
-        reference[i] = ids
+        if capture and (trace.attention is None or not trace.attention.steps or trace.steps[0].lens is None):
+            raise RuntimeError(f"sequential reference run {i} captured no attention or lens")
+        reference[i] = trace
     rss_before = rss_mb(pid)
     start = time.monotonic()
 
-    def client(c: int) -> list[tuple[int, list[int] | None, float, str | None]]:
+    def client(c: int) -> list[tuple]:
         out = []
         for r in range(runs):
             i = c * runs + r
@@ -126,13 +163,16 @@ def run_load(url: str, clients: int, runs: int, tokens: int, pid: int | None = N
         results = [row for rows in pool.map(client, range(clients)) for row in rows]
     wall = time.monotonic() - start
     rss_after = rss_mb(pid)
-    latencies = [s for _, ids, s, err in results if err is None]
+    latencies = [s for _, _, s, err in results if err is None]
     errors = [err for _, _, _, err in results if err is not None]
-    mismatches = [i for i, ids, _, err in results if err is None and ids != reference[i]]
+    mismatches = [(i, found) for i, trace, _, err in results
+                  if err is None and (found := differences(trace, reference[i]))]
     return {
         "url": url, "clients": clients, "runs_per_client": runs, "new_tokens": tokens,
-        "requests": len(results), "completed": len(latencies), "errors": len(errors),
-        "error_samples": errors[:3], "mismatches": len(mismatches), "all_match_sequential": not mismatches,
+        "capture": capture, "requests": len(results), "completed": len(latencies), "errors": len(errors),
+        "error_samples": errors[:3], "mismatches": len(mismatches),
+        "mismatch_samples": [f"request {i}: {', '.join(found)}" for i, found in mismatches[:3]],
+        "all_match_sequential": not mismatches,
         "latency_p50_s": round(percentile(latencies, 0.5) or 0, 2),
         "latency_p95_s": round(percentile(latencies, 0.95) or 0, 2),
         "latency_mean_s": round(statistics.fmean(latencies), 2) if latencies else None,
@@ -151,6 +191,8 @@ def main() -> None:
     parser.add_argument("--pid", type=int, default=None, help="the --url server's process id, for its RSS")
     parser.add_argument("--concurrency", type=int, default=None, help="TBT_CONCURRENCY of the started server")
     parser.add_argument("--timeout", type=float, default=900, help="seconds for the whole test")
+    parser.add_argument("--no-capture", dest="capture", action="store_false",
+                        help="plain runs: no attention capture, no logit lens")
     args = parser.parse_args()
     if not (1 <= args.clients <= 32 and 1 <= args.runs <= 20 and 1 <= args.tokens <= 256):
         parser.error("keep it bounded: clients 1-32, runs 1-20, tokens 1-256")
@@ -163,7 +205,7 @@ def main() -> None:
         proc, url = start_server(args.concurrency)
         pid = proc.pid
     try:
-        result = run_load(url, args.clients, args.runs, args.tokens, pid, args.timeout)
+        result = run_load(url, args.clients, args.runs, args.tokens, pid, args.timeout, args.capture)
     finally:
         if proc is not None:
             proc.terminate()

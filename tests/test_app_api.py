@@ -6,6 +6,7 @@ import pytest
 from gradio_client import Client
 
 from engine import Settings, Trace, run_trace
+from tests.load import differences
 
 ARGS = dict(max_new_tokens=12, temperature=0.0, top_k=0, top_p=1.0, seed=0, attention=False,
             logit_lens=False, chat_template=True)
@@ -31,17 +32,25 @@ def test_trace_endpoint_matches_the_engine(client, engine):
 
 
 def test_four_clients_at_once_each_get_their_own_trace(app_url, engine):
-    prompts = ["Hello, world!", "什么是量子计算", "Write a haiku about rain.", "List three fruits."]
-    expected = {p: [s.id for s in run_trace(engine, p, Settings(max_new_tokens=12)).steps] for p in prompts}
+    """Capture on (attention and logit lens): hook or capture state shared between visitors would
+    put one visitor's rows or guesses into another's trace. Two of the four sample."""
+    runs = {"Hello, world!": dict(temperature=0.0, seed=0),
+            "什么是量子计算": dict(temperature=0.8, seed=11),
+            "Write a haiku about rain.": dict(temperature=0.0, seed=0),
+            "List three fruits.": dict(temperature=0.8, seed=12)}
+    capture = dict(max_new_tokens=12, top_k=40, attention=True, logit_lens=True)
+    expected = {p: run_trace(engine, p, Settings(**capture, **o)) for p, o in runs.items()}
 
     def one(prompt):
-        return prompt, call_trace(Client(app_url, verbose=False), prompt)
+        return prompt, call_trace(Client(app_url, verbose=False), prompt, **capture, **runs[prompt])
 
     with ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(one, prompts))
+        results = list(pool.map(one, runs))
     for prompt, trace in results:
         assert trace.prompt.raw == prompt
-        assert [s.id for s in trace.steps] == expected[prompt]
+        assert trace.attention is not None and len(trace.attention.steps) == len(trace.steps) > 0
+        assert all(s.lens is not None and len(s.lens) == engine.info.layers for s in trace.steps)
+        assert differences(trace, expected[prompt]) == [], prompt
 
 
 @pytest.mark.parametrize("prompt, overrides, message", [

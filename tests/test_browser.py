@@ -20,6 +20,8 @@ TABS = [("tokens", "1 · Tokens", ["#embedding"]),
         ("sampling", "8 · Sampling", ["#playground"])]
 INJECTION = ('<script>alert(1)</script> <img src=x onerror=alert(1)> **bold** [x](javascript:alert(1)) '
              '<b id="injected">bold?</b> {{7*7}} ${7*7}')
+# each prompt token chip's own text (not its id), in order
+CHIP_TEXTS = "() => [...document.querySelectorAll('#prompt-chips .tbt-chips .tbt-chip > .tbt-text')].map(e => e.textContent)"
 
 
 def finished(page) -> bool:
@@ -70,7 +72,7 @@ def test_stream_every_chapter_download_and_upload(page, shots, tmp_path):
     path = tmp_path / "trace.json"
     info.value.save_as(path)
     data = json.loads(path.read_text(encoding="utf-8"))
-    assert data["schema"] == "token-by-token/trace@1" and data["prompt"]["raw"] == "什么是量子计算"
+    assert data["schema"] == "token-by-token/trace@2" and data["prompt"]["raw"] == "什么是量子计算"
 
     # a second, English run replaces the views; re-uploading the Chinese trace brings them back
     run_prompt(page, "Xiao Ming went to the supermarket and bought some apples. Then he")
@@ -135,7 +137,9 @@ def test_injected_html_stays_text(page, shots):
     assert page.locator("#injected").count() == 0
     assert page.locator("img[src='x']").count() == 0
     assert page.evaluate("() => [...document.querySelectorAll('script')].some(s => s.textContent.includes('alert(1)'))") is False
-    assert "<script>" in page.inner_text("#prompt-chips").replace("␣", " ") or "script" in page.inner_text("#prompt-chips")
+    # the markup is on the page as text, character for character, in the prompt's token chips
+    shown = "".join(page.evaluate(CHIP_TEXTS)).replace("␣", " ").replace("↵", "\n")
+    assert INJECTION in shown, shown
 
 
 PIXELS_JS = "(sel) => { const c = document.querySelector(sel + ' canvas.marks'); return c ? c.toDataURL() : ''; }"

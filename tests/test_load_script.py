@@ -1,16 +1,45 @@
 """The load script (`python -m tests.load`, run by hand: `make load`) at a tiny size against the
-live test server, so it cannot rot: concurrent traces match their sequential references."""
+live test server, so it cannot rot: concurrent traces match their sequential references, with
+attention capture and the logit lens on (where state shared between visitors would leak)."""
 
-from tests.load import inputs, run_load
+import copy
+
+import numpy as np
+
+from engine.packed import PackedRows
+from tests.load import differences, inputs, run_load
+from tests.test_viz_data import load
 
 
 def test_small_load_matches_sequential_runs(app_url):
     result = run_load(app_url, clients=3, runs=2, tokens=6, timeout_s=300)
-    assert result["requests"] == 6 and result["errors"] == 0, result
+    assert result["capture"] and result["requests"] == 6 and result["errors"] == 0, result
     assert result["all_match_sequential"], result
 
 
-def test_inputs_mix_greedy_and_seeded_sampling():
+def test_inputs_mix_greedy_and_seeded_sampling_all_capturing():
     requests = inputs(2, 2, 8)
     assert {r["temperature"] for r in requests} == {0.0, 0.8}
     assert len({r["seed"] for r in requests}) == 4
+    assert all(r["attention"] and r["logit_lens"] for r in requests)
+    assert not any(r["attention"] or r["logit_lens"] for r in inputs(2, 2, 8, capture=False))
+
+
+def test_a_trace_differs_where_its_captures_differ():
+    """The comparison the load test relies on sees a changed attention row or lens guess."""
+    want = load("trace_en_sampled.json")
+    assert differences(copy.deepcopy(want), want) == []
+    rows = copy.deepcopy(want)
+    block = rows.attention.steps[3].unpack()
+    block[5, 2] = np.roll(block[5, 2], 1)              # one head's row in one layer, shifted by a key
+    rows.attention.steps[3] = PackedRows.pack(block)
+    assert differences(rows, want) == ["attention rows 3"]
+    prefill = copy.deepcopy(want)
+    prefill.attention.prefill[7] = prefill.attention.prefill[8]   # another layer's maps
+    assert differences(prefill, want) == ["attention prefill 7"]
+    lens = copy.deepcopy(want)
+    lens.steps[2].lens[4].id += 1
+    assert differences(lens, want) == ["lens at step 2"]
+    tokens = copy.deepcopy(want)
+    tokens.steps[-1].id += 1
+    assert differences(tokens, want) == ["tokens"]

@@ -97,8 +97,17 @@ def test_answer_checking(question, answer, ok):
 def test_eval_measures_each_budget(engine):
     result = evaluate(engine, [0, 8], limit=2, answer_tokens=12)
     assert [b["budget"] for b in result["budgets"]] == [0, 8]
+    asked = {q.id: q for q in QUESTIONS}
     for row in result["budgets"]:
-        assert row["questions"] == 2 and 0 <= row["accuracy"] <= 1 and row["mean_e2e_ms"] > 0
+        # every summary figure is recomputed from the per-question records it summarises
+        records = [q["results"][str(row["budget"])] for q in result["questions"]]
+        for q, r in zip(result["questions"], records):
+            assert r["correct"] is is_correct(asked[q["id"]], r["answer"]), (q["id"], r["answer"])
+        right = sum(r["correct"] for r in records)
+        assert row["questions"] == len(records) == 2 and row["correct"] == right
+        assert row["accuracy"] == pytest.approx(right / len(records))
+        assert row["mean_e2e_ms"] == pytest.approx(sum(r["e2e_ms"] for r in records) / len(records))
+        assert all(r["e2e_ms"] > 0 for r in records)
     assert result["budgets"][1]["mean_thinking_tokens"] > 0 == result["budgets"][0]["mean_thinking_tokens"]
     assert set(result["questions"][0]["results"]) == {"0", "8"}
 

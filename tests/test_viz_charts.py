@@ -4,7 +4,6 @@ expected rows, for both recorded traces and both languages; errors are ValueErro
 from __future__ import annotations
 
 import json
-import time
 
 import altair as alt
 import pytest
@@ -134,7 +133,6 @@ def test_errors_are_value_errors():
 def test_long_prompt_heatmap_stays_small():
     """256 prompt tokens: lower triangle, cells < 1e-3 dropped, labels sent once (as a param)."""
     t = long_prompt_trace(256)
-    start = time.perf_counter()
     d = spec(attention.heatmap(t, 0, None))
     cells = rows_with(d, "q", "k", "w")
     assert len(cells) <= 256 * 257 // 2
@@ -143,5 +141,4 @@ def test_long_prompt_heatmap_stays_small():
     head_view = spec(attention.head_view(t, 1, 3, 200))
     shown = [r for r in rows_with(head_view, "pos", "show_left") if r["show_left"]]
     assert 10 < len(shown) < 80  # labels thinned so they never overlap
-    assert time.perf_counter() - start < 5
 
