@@ -40,6 +40,7 @@ def test_kv_cache_experiment_from_the_page(page, shots, tmp_path):
     info.value.save_as(path)
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["kv_cache"]["speedup"] == data["kv_cache_speedup"] and data["experiments"] == ["kv_cache"]
+    assert data["kv_cache"]["exclusive"] is True and data["kv_cache"]["speedup"] > 1
 
 
 @pytest.mark.slow

@@ -24,6 +24,7 @@ from viz import html, speed
 from viz.labels import label
 from viz.notice import embedding_strip, notice_chart
 
+from .i18n import text
 from .models import Models
 from .runs import StopFlags, TraceFiles
 from .views import clamp
@@ -81,6 +82,17 @@ def status_md(trace: Trace, lang: str) -> str:
     return " · ".join(parts)
 
 
+def waiting_md(engine: Engine, lang: str) -> str | None:
+    """Why a run is about to wait: the lab holds the engine while it times (engine.held_for names
+    the experiment), and the run's first forward pass waits for it. None when nothing holds it."""
+    reason = getattr(engine, "held_for", None)
+    if not reason:
+        return None
+    names = {"kv_cache": "lab_kv_title_partial", "attention": "lab_attn_title", "weights": "lab_weights_title"}
+    what = label(names[reason], lang) if reason in names else reason
+    return text("waiting_lab", lang).format(reason=what)
+
+
 class Actions:
     def __init__(self, models: Models):
         self.models = models
@@ -115,8 +127,11 @@ class Actions:
                     if event.kind == "step" and now - shown < STREAM_INTERVAL_S:
                         continue          # the page needs ~10 updates a second, not one per token
                     shown = now
+                    status = status_md(trace, lang)
+                    if event.kind == "tokens":     # the next step is the first forward pass: say if it waits
+                        status = waiting_md(engine, lang) or status
                     yield (trace if event.kind == "done" else gr.skip(), html.output_html(trace, lang=lang),
-                           status_md(trace, lang),
+                           status,
                            html.prompt_html(trace, lang=lang) if event.kind == "tokens" else gr.skip())
             finally:
                 events.close()
@@ -159,7 +174,7 @@ class Actions:
         if size > cap:
             raise gr.Error(f"that file is {size / 1e6:.0f} MB; traces up to {cap / 1e6:.0f} MB can be loaded")
         try:
-            return Trace.from_json(Path(path).read_bytes(), max_bytes=cap)
+            return Trace.from_json(Path(path).read_bytes(), max_bytes=cap).validate(self.engine.limits)
         except EngineError as exc:
             raise gr.Error(f"this file is not a usable trace: {exc}") from None
 

@@ -1,9 +1,11 @@
 """Chapter 6, the acceleration lab tab: four experiments, each with a Run button, a chart, a table and
 a two-line reading of its result; a Stop button and a JSON export of everything measured so far.
 
-Each visitor's results live in a gr.State (plain JSON-ready dicts). The experiments run the shared
-model pass by pass under the engine's lock; only one lab experiment runs at a time (its own
-concurrency group "lab", limit 1), since some load extra copies of the model.
+Each visitor's results live in a gr.State (plain JSON-ready dicts). While an experiment times, it
+holds the engine exclusively (engine.exclusive): runs in the other tabs wait at their next forward
+pass, and the Explore tab says why (ui/actions.waiting_md). Only one lab experiment runs at a time
+(its own concurrency group "lab", limit 1), since some load extra copies of the model.
+On ZeroGPU the experiment runs in a forked GPU process, whose hold the main process cannot see.
 """
 
 from __future__ import annotations

@@ -7,6 +7,11 @@ FlashAttention-2, in kernels.py), `weights` (fp32 / bf16 / int8 / nf4) and `roof
 bounds from bandwidth and FLOP/s, next to what was measured). Each uses a warm-up run and repeats,
 reports medians with their spread, reports progress as (fraction, text), and stops between runs
 when `cancel` is set, returning what it measured marked "partial": true.
+
+Fair timings: each experiment times inside `engine.exclusive(...)` ("exclusive": true in its
+section), so a visitor's run waits at its next forward pass instead of sharing the CPU or GPU with
+the clock, and only forward passes are timed (see measure.py). Every arm names its attention
+implementation itself and puts the engine's own back afterwards.
 """
 
 from __future__ import annotations

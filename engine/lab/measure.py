@@ -2,6 +2,11 @@
 
 Every number the lab reports is the median of `repeats` timed runs after a warm-up run, with the
 min, max and all runs kept next to it, so a reader can see how noisy the machine was.
+
+What the clock sees: only forward passes. Everything else a measurement needs (tokenizing, building
+input tensors, switching the attention kernel, loading a model copy, taking the engine's lock) is
+done before the clock starts, so it cannot be mistaken for model work. And every experiment times
+inside `engine.exclusive(...)`: no visitor's run shares the machine while the clock runs.
 """
 
 from __future__ import annotations
@@ -11,10 +16,12 @@ import gc
 import statistics
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
+from transformers import DynamicCache
 
 from ..clock import now_ms
 
@@ -59,6 +66,48 @@ def timed_ms(fn: Callable[[], object], device: torch.device | str) -> tuple[floa
     start = now_ms(device)
     out = fn()
     return now_ms(device) - start, out
+
+
+@contextmanager
+def attention(model, name: str):
+    """Run `model` with the attention implementation `name` ("eager", "sdpa", ...), then put back the
+    one it had. It mutates the model, so with the engine's shared model call it inside
+    engine.exclusive(), and outside the timed region (a switch walks every layer)."""
+    before = model.config._attn_implementation
+    if name != before:
+        model.set_attn_implementation(name)
+    try:
+        yield
+    finally:
+        if model.config._attn_implementation != before:
+            model.set_attn_implementation(before)
+
+
+def greedy_timing(model, ids: list[int], new_tokens: int, use_cache: bool = True) -> dict:
+    """Greedy decoding with one timed forward pass per token, and nothing else on the clock.
+
+    With the cache, each step feeds the newest token and reuses the keys and values kept so far;
+    without it, each step feeds the whole sequence again. Step 0 is the prefill pass (the prompt),
+    so its time is the TTFT of the model work. Returns {"ttft_ms", "step_ms" (later steps),
+    "tokens", "kv_tokens" (cached tokens after each step; 0 without a cache)}.
+    """
+    device = model.device
+    cache = DynamicCache(config=model.config) if use_cache else None
+    sequence = torch.tensor([ids], device=device)                  # [1, T], built before any clock
+    fed = sequence
+    tokens, ms_all, kv = [], [], []
+    with torch.inference_mode():
+        for _ in range(new_tokens):
+            ms, out = timed_ms(lambda: model(input_ids=fed, cache=cache, use_cache=use_cache,
+                                             logits_to_keep=1).logits[0, -1].argmax(), device)
+            token = int(out)                                        # off the clock: the next input
+            tokens.append(token)
+            ms_all.append(ms)
+            kv.append(cache.get_seq_length() if cache is not None else 0)
+            step = torch.tensor([[token]], device=device)
+            sequence = torch.cat([sequence, step], dim=1)
+            fed = step if cache is not None else sequence
+    return {"ttft_ms": ms_all[0], "step_ms": ms_all[1:], "tokens": tokens, "kv_tokens": kv}
 
 
 def is_cuda(device: torch.device | str) -> bool:

@@ -8,8 +8,11 @@ Prefill FLOPs ≈ 2 · matmul parameters · T  +  2 · vocab · hidden  +  4 · 
 2 FLOPs per weight per token for every weight matrix of the layers (the embedding table is a lookup,
 not a matmul), the output head for the last position only (what is needed for the next token), and
 Q·Kᵀ plus attention·V over the full T × T square, as eager and SDPA compute it. Bytes: every weight
-once, except the input embedding table of an untied model (only the prompt's rows are read). For this model on this machine the bound stands next to a measurement and the
-ratio measured / bound; every other row is a projection from public numbers, flagged as such.
+once, except the input embedding table of an untied model (only the prompt's rows are read).
+For this model on this machine the bound stands next to a measurement and the ratio
+measured / bound; every other row is a projection from public numbers, flagged as such.
+The measurement (bandwidth, FLOP/s and a greedy generation with SDPA attention) runs with the
+engine held exclusively; only forward passes are on the clock.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ import torch
 from ..core import Engine
 from ..specs import PUBLIC_MODELS, dtype_bytes, kv_bytes
 from .kernels import prompt_ids
-from .measure import Steps, Stopped, is_cuda, matmul_flops, medians, read_bandwidth
-from .weights import greedy_timing
+from .measure import (Steps, Stopped, attention, greedy_timing, is_cuda, matmul_flops, medians,
+                      read_bandwidth)
 
 # Datasheet numbers (dense, no sparsity), per GPU:
 #   V100 SXM2 32GB: 900 GB/s HBM2, 125 TFLOP/s fp16 Tensor Core
@@ -46,6 +49,8 @@ DATASHEET = (
 )
 SIZES = {False: {"prompt_tokens": 128, "new_tokens": 16, "repeats": 3, "matmul_n": 2048},
          True: {"prompt_tokens": 32, "new_tokens": 4, "repeats": 2, "matmul_n": 1024}}
+KERNEL = "sdpa"
+HELD_FOR = "roofline"   # the experiment's name: the page says it in its own language
 FLOPS_FORMULA = ("2*(params - vocab*hidden*(1 if tied else 2))*T + 2*vocab*hidden "
                  "+ 4*layers*T^2*heads*head_dim")
 # Vocabulary size and tied input/output embeddings of the public models in engine/specs.py, from
@@ -123,15 +128,16 @@ def run(engine: Engine, quick: bool = False, progress=None, cancel: threading.Ev
     steps = Steps(progress, cancel, total=3 + repeats)
     partial, machine, measured = False, None, None
     try:
-        steps.tick("measuring memory bandwidth and matmul FLOP/s")
-        machine = this_machine(engine, size["matmul_n"])
         ids = prompt_ids(engine, p)[0].tolist()
-        steps.tick("warm-up")
-        greedy_timing(engine.model, ids, 2, engine.lock)
-        runs = []
-        for r in range(repeats):
-            steps.tick(f"measuring TTFT and TPOT, run {r + 1} of {repeats}")
-            runs.append(greedy_timing(engine.model, ids, n, engine.lock))
+        with engine.exclusive(HELD_FOR), attention(engine.model, KERNEL):
+            steps.tick("measuring memory bandwidth and matmul FLOP/s")
+            machine = this_machine(engine, size["matmul_n"])
+            steps.tick("warm-up")
+            greedy_timing(engine.model, ids, 2)
+            runs = []
+            for r in range(repeats):
+                steps.tick(f"measuring TTFT and TPOT, run {r + 1} of {repeats}")
+                runs.append(greedy_timing(engine.model, ids, n))
         measured = medians(ttft_ms=[r["ttft_ms"] for r in runs],
                            tpot_ms=[sum(r["step_ms"]) / len(r["step_ms"]) for r in runs])
     except Stopped:
@@ -158,6 +164,7 @@ def run(engine: Engine, quick: bool = False, progress=None, cancel: threading.Ev
             rows.append(row)
     return {
         "prompt_tokens": p, "new_tokens": n, "repeats": repeats, "warmup_runs": 1, "partial": partial,
+        "attn_implementation": KERNEL, "exclusive": True,
         "hardware": hardware, "rows": rows, "flops_formula": FLOPS_FORMULA,
         "tpot_formula": "(weight bytes read + KV bytes at prompt + new/2 tokens) / bandwidth",
         "note": "rows with projection=true are computed from public numbers, not measured; "

@@ -7,6 +7,10 @@ fixed set of texts against fp32 (top-1 agreement at every position, mean KL dive
 
 int8 is bitsandbytes' LLM.int8() and nf4 its 4-bit NormalFloat, both through transformers'
 BitsAndBytesConfig. A format that cannot run here is reported as unavailable with the reason.
+
+Every format is loaded first, while visitors can still use the engine; then the engine is held
+exclusively for the quality passes and the timings, which interleave the formats (fp32, bf16, int8,
+nf4, fp32, ...) so a slow moment of the machine hits them all alike. All run plain SDPA attention.
 """
 
 from __future__ import annotations
@@ -18,12 +22,11 @@ import threading
 from contextlib import nullcontext
 
 import torch
-from transformers import DynamicCache
 
 from ..core import Engine
 from ..loading import EMBEDDED, embedded_gguf, load
 from ..trace import Settings
-from .measure import Steps, Stopped, is_cuda, medians, release, timed_ms
+from .measure import Steps, Stopped, attention, greedy_timing, is_cuda, medians, release
 
 PROMPT = "Explain in two sentences why the sky is blue."
 # The fixed texts the quality numbers are measured on: prose, a story, Chinese, code.
@@ -37,6 +40,8 @@ QUALITY_TEXTS = (
 )
 FORMATS = ("fp32", "bf16", "int8", "nf4")
 SIZES = {False: {"new_tokens": 16, "repeats": 3}, True: {"new_tokens": 4, "repeats": 2}}
+KERNEL = "sdpa"
+HELD_FOR = "weights"   # the experiment's name: the page says it in its own language
 
 
 class Unavailable(Exception):
@@ -71,27 +76,7 @@ def next_token_quality(reference: list[torch.Tensor], candidate: list[torch.Tens
     return {"top1_agreement": agree / positions, "mean_kl": kl_sum / positions, "positions": positions}
 
 
-# --- speed: a plain greedy loop with a KV cache, the same for every format --------------------
-def greedy_timing(model, ids: list[int], new_tokens: int, lock=None) -> dict:
-    """TTFT (prefill pass + first argmax) and the ms of each later decode step."""
-    device = model.device
-    cache = DynamicCache(config=model.config)
-    tokens, step_ms = [], []
-    fed = torch.tensor([ids], device=device)
-    for i in range(new_tokens):
-        with (lock or nullcontext()), torch.inference_mode():
-            ms, out = timed_ms(lambda: model(input_ids=fed, cache=cache, use_cache=True,
-                                             logits_to_keep=1).logits[0, -1].argmax(), device)
-        token = int(out)
-        tokens.append(token)
-        fed = torch.tensor([[token]], device=device)
-        if i == 0:
-            ttft = ms
-        else:
-            step_ms.append(ms)
-    return {"ttft_ms": ttft, "step_ms": step_ms, "tokens": tokens}
-
-
+# --- speed: measure.greedy_timing, the same loop for every format --------------------------------
 def timing_summary(runs: list[dict]) -> dict:
     tpot = [sum(r["step_ms"]) / len(r["step_ms"]) for r in runs if r["step_ms"]]
     rate = [len(r["tokens"]) / (r["ttft_ms"] + sum(r["step_ms"])) * 1000 for r in runs]
@@ -133,7 +118,7 @@ def obtain(engine: Engine, fmt: str):
         return engine.model, True
     if not is_cuda(engine.device) and fmt == "bf16" and not _cpu_bf16_ok():
         raise Unavailable("bf16_cpu", "this CPU and PyTorch build cannot run bfloat16 matmuls")
-    kwargs = {"device": str(engine.device), "attn_implementation": engine.info.attn_implementation}
+    kwargs = {"device": str(engine.device), "attn_implementation": KERNEL}
     try:
         if dtype is not None:
             loaded = load(engine.info.id, dtype="float32" if fmt == "fp32" else "bfloat16", **kwargs)
@@ -167,44 +152,48 @@ def gguf_reference(engine: Engine) -> dict | None:
 def run(engine: Engine, quick: bool = False, progress=None, cancel: threading.Event | None = None,
         formats: tuple[str, ...] = FORMATS, new_tokens: int | None = None,
         repeats: int | None = None) -> dict:
+    if "fp32" not in formats[:1]:
+        raise ValueError("fp32 comes first: it is the reference for the quality numbers")
     n = new_tokens or SIZES[quick]["new_tokens"]
     repeats = repeats or SIZES[quick]["repeats"]
     texts = [engine.encode(t, templated=True) for t in (QUALITY_TEXTS[:2] if quick else QUALITY_TEXTS)]
     prompt_ids = engine.encode(engine.apply_template(PROMPT, Settings()), templated=True)
     steps = Steps(progress, cancel, total=len(formats) * (3 + repeats))
-    rows, reference, partial = [], None, False
+    models: dict[str, tuple] = {}        # format -> (model, shared with the engine?)
+    rows: dict[str, dict] = {}
+    partial = False
     try:
-        if "fp32" not in formats[:1]:
-            raise ValueError("fp32 comes first: it is the reference for the quality numbers")
-        for fmt in formats:
+        for fmt in formats:              # 1. load: no clock runs and the engine is not held yet
             steps.tick(f"{fmt}: loading the weights")
             try:
                 with quiet_bitsandbytes():
-                    rows.append(measure_format(engine, fmt, texts, prompt_ids, n, repeats, steps,
-                                               reference))
+                    models[fmt] = obtain(engine, fmt)
             except Unavailable as exc:
-                rows.append({"format": fmt, "available": False, "code": exc.code, "reason": str(exc)})
-                continue
-            if fmt == "fp32":
-                reference = rows[-1].pop("_logits")
-            rows[-1].pop("_logits", None)
+                rows[fmt] = {"format": fmt, "available": False, "code": exc.code, "reason": str(exc)}
+        with engine.exclusive(HELD_FOR), attention(engine.model, KERNEL), quiet_bitsandbytes():
+            measure(engine, models, rows, texts, prompt_ids, n, repeats, steps)
     except Stopped:
         partial = True
-        for row in rows:
-            row.pop("_logits", None)
-    fp32 = next((r for r in rows if r["format"] == "fp32" and r.get("available")), None)
-    for row in rows:
+    finally:
+        copies = [fmt for fmt, (_, shared) in models.items() if not shared]
+        models.clear()                   # drop the copies, then give their memory back
+        if copies:
+            release(engine.device)
+    ordered = [rows[f] for f in formats if f in rows and (not rows[f].get("available") or "tpot_ms" in rows[f])]
+    fp32 = next((r for r in ordered if r["format"] == "fp32" and r.get("available")), None)
+    for row in ordered:
         if row.get("available") and fp32:
             row["same_greedy_tokens_as_fp32"] = row["tokens"] == fp32["tokens"]
             row["memory_vs_fp32"] = row["weight_bytes"] / fp32["weight_bytes"]
     return {
-        "formats": list(formats), "rows": rows, "partial": partial, "new_tokens": n,
+        "formats": list(formats), "rows": ordered, "partial": partial, "new_tokens": n,
         "repeats": repeats, "warmup_runs": 1, "prompt": PROMPT, "prompt_tokens": len(prompt_ids),
         "quality_texts": len(texts), "quality_positions": sum(len(t) for t in texts),
         "gguf": gguf_reference(engine), "bitsandbytes": bitsandbytes_version(),
-        "device": str(engine.device),
+        "device": str(engine.device), "attn_implementation": KERNEL, "exclusive": True,
         "note": "weight_bytes: model.get_memory_footprint() without buffers; quality: next-token "
-                "logits at every position of the fixed texts against fp32",
+                "logits at every position of the fixed texts against fp32; timed: forward passes "
+                "only, formats interleaved, the engine held exclusively",
     }
 
 
@@ -215,34 +204,33 @@ def bitsandbytes_version() -> str | None:
     return version("bitsandbytes")
 
 
-def measure_format(engine: Engine, fmt: str, texts: list[list[int]], prompt_ids: list[int], n: int,
-                   repeats: int, steps: Steps, reference: list[torch.Tensor] | None) -> dict:
-    model, shared = obtain(engine, fmt)
-    lock = engine.lock if shared else None
-    try:
+def measure(engine: Engine, models: dict[str, tuple], rows: dict[str, dict], texts: list[list[int]],
+            prompt_ids: list[int], n: int, repeats: int, steps: Steps) -> None:
+    """2. quality of each loaded format against fp32; 3. warm-up; 4. interleaved timed generations.
+    Fills `rows` in place, so what was measured before a Stop is kept."""
+    reference = None
+    for fmt in list(models):
+        model, shared = models[fmt]
         steps.tick(f"{fmt}: quality on {len(texts)} texts")
         try:
-            logits = [all_logits(model, ids, lock) for ids in texts]
+            logits = [all_logits(model, ids) for ids in texts]
+            if reference is None:        # fp32 comes first: it compares against a second, separate pass
+                reference, logits = logits, [all_logits(model, ids) for ids in texts]
         except Exception as exc:         # e.g. a kernel missing for this device
-            raise Unavailable("forward", f"its forward pass fails on {engine.device}: {str(exc)[:200]}") from None
-        if reference is None:               # fp32 compares against a second, separate pass
-            reference_now = logits
-            logits = [all_logits(model, ids, lock) for ids in texts]
-        else:
-            reference_now = reference
-        quality = next_token_quality(reference_now, logits)
+            rows[fmt] = {"format": fmt, "available": False, "code": "forward",
+                         "reason": f"its forward pass fails on {engine.device}: {str(exc)[:200]}"}
+            del models[fmt]
+            continue
+        rows[fmt] = {"format": fmt, "available": True, "shared_model": shared,
+                     "dtype": str(model.dtype).removeprefix("torch."),
+                     "weight_bytes": int(model.get_memory_footprint(return_buffers=False)),
+                     **next_token_quality(reference, logits)}
+    for fmt, (model, _) in models.items():
         steps.tick(f"{fmt}: warm-up")
-        greedy_timing(model, prompt_ids, 2, lock)
-        runs = []
-        for r in range(repeats):
+        greedy_timing(model, prompt_ids, 2)
+    runs: dict[str, list[dict]] = {fmt: [] for fmt in models}
+    for r in range(repeats):             # interleaved: fp32, bf16, int8, nf4, fp32, ...
+        for fmt, (model, _) in models.items():
             steps.tick(f"{fmt}: generation {r + 1} of {repeats}")
-            runs.append(greedy_timing(model, prompt_ids, n, lock))
-        return {"format": fmt, "available": True, "shared_model": shared,
-                "dtype": str(model.dtype).removeprefix("torch."),
-                "weight_bytes": int(model.get_memory_footprint(return_buffers=False)),
-                **timing_summary(runs), **quality, "tokens": runs[0]["tokens"],
-                "_logits": reference_now if reference is None else None}
-    finally:
-        if not shared:
-            del model
-            release(engine.device)
+            runs[fmt].append(greedy_timing(model, prompt_ids, n))
+            rows[fmt].update(timing_summary(runs[fmt]), tokens=runs[fmt][0]["tokens"])
