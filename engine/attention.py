@@ -73,8 +73,16 @@ def masked_softmax(s: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
 
 
 def record(capture, layer: int, query, key, attention_mask, scaling: float) -> None:
-    """Keep the newest query's row for every head, and at a fresh prefill the [:n, :n] map."""
+    """Keep the newest query's row for every head, and at a fresh prefill the [:n, :n] map.
+
+    A decode pass without a mask (one query that sees every key) only sets its query and keys
+    aside: `finish` then scores all layers in one batched matmul after the pass, instead of a
+    handful of tiny kernels in each of the layers.
+    """
     q_len, k_len = query.shape[2], key.shape[2]
+    if q_len == 1 and attention_mask is None:
+        capture.pending.append((layer, query[0, :, 0], key[0], scaling))   # [heads, d], [kv, k, d]
+        return
     mask = attention_mask[0, 0] if attention_mask is not None else None          # [q, k] or None
     last = scores(query[0, :, -1:], key[0], scaling)                              # [heads, 1, k]
     capture.rows[layer] = masked_softmax(last, None if mask is None else mask[-1:])[:, 0]
@@ -85,3 +93,23 @@ def record(capture, layer: int, query, key, attention_mask, scaling: float) -> N
         if mask is not None and mask.dtype == torch.bool:
             causal = causal & mask[:n, :n]
         capture.maps[layer] = masked_softmax(s, causal)
+
+
+def finish(capture) -> None:
+    """Score the decode queries set aside by `record`: all layers at once when their key lengths
+    and scalings agree (they do, except in models that mix window sizes), else layer by layer."""
+    pending, capture.pending = capture.pending, []
+    if not pending:
+        return
+    layers, queries, keys, scalings = zip(*pending)
+    if len({k.shape for k in keys}) == 1 and len(set(scalings)) == 1:
+        kv_heads, k_len, dim = keys[0].shape
+        heads = queries[0].shape[0]
+        # one batched matmul: (layers x kv_heads) groups of [group, d] @ [d, k]
+        q = torch.stack(queries).float().view(-1, heads // kv_heads, dim)     # [L*kv, group, d]
+        k = torch.stack(keys).float().view(-1, k_len, dim)                    # [L*kv, k, d]
+        rows = torch.softmax(torch.bmm(q, k.transpose(1, 2)) * scalings[0], dim=-1)
+        capture.rows.update(zip(layers, rows.view(len(layers), heads, k_len)))
+    else:
+        for layer, q, k, scaling in pending:
+            capture.rows[layer] = torch.softmax(scores(q[:, None], k, scaling), dim=-1)[:, 0]

@@ -21,6 +21,7 @@ from .errors import InvalidRequest
 from .hooks import Capture, final_norm, hooked
 from .loading import LoadedModel, load
 from .reasoning import thinking_style
+from .sampling import shortest32
 from .request import Limits
 from .tokens import TokenBytes, printable
 from .trace import LensGuess, Settings
@@ -152,7 +153,11 @@ class Engine:
                                  use_cache=cache is not None, logits_to_keep=1, **extra)
                 logits = out.logits[0, -1].float()
                 ms = now_ms(self.device) - start
-        return Pass(logits=logits, ms=ms - capture.inside_ms, capture_ms=capture.inside_ms, waited_ms=waited)
+                inside = capture.inside_ms              # capture work done within the pass
+                if capture.pending:                     # decode rows scored in one batch, after the pass
+                    attention.finish(capture)
+                    capture.inside_ms += now_ms(self.device) - start - ms
+        return Pass(logits=logits, ms=ms - inside, capture_ms=capture.inside_ms, waited_ms=waited)
 
     def lens(self, capture: Capture, final_logits: torch.Tensor) -> list[LensGuess]:
         """Logit lens: the token each layer's output would give if it were the last layer.
@@ -173,7 +178,7 @@ class Engine:
             logits = torch.cat([logits, final_logits[:, None].to(logits.device)], dim=1)  # [vocab, layers]
             top, ids = logits.max(dim=0)
             p = torch.exp(top - torch.logsumexp(logits, dim=0))   # softmax of the top guess alone
-            ids, p = ids.tolist(), p.tolist()
+            ids, p = ids.tolist(), shortest32(p)
         return [LensGuess(layer=i, id=t, text=self.text_of(t), p=q) for i, (t, q) in enumerate(zip(ids, p))]
 
 

@@ -55,6 +55,7 @@ class Capture:
     rows: dict[int, torch.Tensor] = field(default_factory=dict)    # layer -> [heads, keys], newest query
     maps: dict[int, torch.Tensor] = field(default_factory=dict)    # layer -> [heads, n, n]
     hidden: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> [hidden], last position
+    pending: list = field(default_factory=list)   # decode queries and keys set aside for one batched scoring
     calls: int = 0                      # attention calls that recorded (0: the model bypassed our function)
     inside_ms: float = 0.0              # time spent capturing inside the forward pass (CPU clock)
 
