@@ -119,6 +119,9 @@ def _validate_attention(trace: Trace, limits: Limits) -> None:
         _between(a.steps_capped_at, 0, len(trace.steps), "attention.steps_capped_at")
     _check(total <= MAX_TOTAL_VALUES, "attention", f"unpacks to {total:,} values; the limit is {MAX_TOTAL_VALUES:,}")
     for i, block in enumerate(a.prefill + a.steps):
-        # zlib cannot expand more than ~1032x: a block whose data is far too small for its shape is a lie
-        _check(len(block.data) * 1032 + 64 >= 2 * math.prod(block.shape), f"attention block {i}",
-               "its data is too small for its shape")
+        _check(block.codec in ("zstd", "zlib"), f"attention block {i}", "codec is not zstd or zlib")
+        # zstd data declares its size; zlib cannot expand more than ~1032x. Either way a block whose
+        # data cannot hold its shape is a lie, found before anything is inflated.
+        need = 2 * math.prod(block.shape)
+        fits = block.stored_size() == need if block.codec == "zstd" else len(block.data) * 1032 + 64 >= need
+        _check(fits, f"attention block {i}", "its data is too small for its shape")

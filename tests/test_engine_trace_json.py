@@ -53,6 +53,14 @@ def test_truncated_oversized_and_corrupt(small_trace):
         bad.unpack()
     with pytest.raises(TraceFormatError, match="corrupt"):
         PackedRows(shape=[4], data=b"not zlib").unpack()
+    small = PackedRows.pack(np.full((1, 4), 0.25))
+    assert small.codec == "zstd" and small.stored_size() == 8
+    with pytest.raises(TraceFormatError, match="does not match"):   # a frame that declares another size
+        PackedRows(shape=[1000, 1000], data=small.data, codec="zstd").unpack()
+    with pytest.raises(TraceFormatError, match="does not match|corrupt"):
+        PackedRows(shape=[4], data=b"not zstd", codec="zstd").unpack()
+    with pytest.raises(TraceFormatError, match="codec"):
+        PackedRows(shape=[1, 4], data=small.data, codec="lz4").unpack()
 
 
 def test_packed_rows_keep_values_and_sums():
