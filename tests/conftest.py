@@ -32,6 +32,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+SERVER: dict = {}     # the live app's process id, for tests that watch its memory
+
+
 @pytest.fixture(scope="session")
 def app_url():
     """The real app (`python app.py`) on a free local port, for gradio_client and the browser."""
@@ -44,6 +47,7 @@ def app_url():
     proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, stdout=log,
                             stderr=subprocess.STDOUT, env={**os.environ, "TBT_CONCURRENCY": "4"})
     url = f"http://127.0.0.1:{port}/"
+    SERVER["pid"] = proc.pid
     deadline = time.time() + 240
     while time.time() < deadline:
         if proc.poll() is not None:
@@ -63,6 +67,13 @@ def app_url():
     except subprocess.TimeoutExpired:
         proc.kill()
     log.close()
+
+
+@pytest.fixture(scope="session")
+def app_process(app_url):
+    """The live app's process (psutil), to read its memory."""
+    import psutil
+    return psutil.Process(SERVER["pid"])
 
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
+
+from tests.test_trace_validate import HOSTILE
 from gradio_client import Client, handle_file
 
 from engine import Trace
@@ -178,6 +180,21 @@ def test_bad_trace_files_are_refused_clearly(client, tmp_path, make, message):
     with pytest.raises(Exception, match=message):
         client.predict(handle_file(str(path)), api_name="/read_trace")
     still_serving(client)
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_but_well_typed_files_are_refused_without_growing_the_server(client, app_process, tmp_path, name):
+    """Files that parse but lie about their sizes (tests/test_trace_validate.py): a clear message,
+    the server alive, and its memory not grown by the lie (the issue's case grew it by 1.7 GB)."""
+    doc = json.loads((FIXTURES / "trace_zh.json").read_text(encoding="utf-8"))
+    HOSTILE[name](doc)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    before = app_process.memory_info().rss
+    with pytest.raises(Exception, match="not a usable trace"):
+        client.predict(handle_file(str(path)), api_name="/read_trace")
+    still_serving(client)
+    assert app_process.memory_info().rss - before < 200_000_000
 
 
 def test_trace_file_over_the_upload_cap_is_refused(client, tmp_path):

@@ -93,6 +93,25 @@ def test_rejected_upload_shows_a_message(page, tmp_path):
     page.wait_for_selector("text=not a usable trace", timeout=20_000)
 
 
+def test_upload_claiming_40_million_positions_is_refused_and_the_page_still_works(page, tmp_path):
+    """The issue's hostile file: schema-valid, a 1 KB attention block under a header claiming
+    40,000,000 prompt positions. It is refused before any chart sizes itself from it."""
+    data = json.loads((Path(__file__).parent / "fixtures" / "trace_zh.json").read_text(encoding="utf-8"))
+    data["attention"]["prefill_tokens"] = 40_000_000
+    bad = tmp_path / "hostile.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    page.get_by_role("tab", name="Trace file").click()
+    page.set_input_files("#upload input[type=file]", str(bad))
+    page.wait_for_selector("text=prefill_tokens", timeout=20_000)
+    page.reload()                                   # the server is still there: a good file loads
+    page.wait_for_selector("#prompt textarea", timeout=60_000)
+    page.get_by_role("tab", name="Trace file").click()
+    page.set_input_files("#upload input[type=file]",
+                         str(Path(__file__).parent / "fixtures" / "trace_zh.json"))
+    page.wait_for_function("() => document.querySelector('#prompt-chips').innerText.includes('什')",
+                           timeout=30_000)
+
+
 def test_uploaded_trace_with_html_in_its_texts_stays_text(page, shots, tmp_path):
     """A hostile trace file: token, step and model texts carrying markup are shown as text."""
     data = json.loads((Path(__file__).parent / "fixtures" / "trace_zh.json").read_text(encoding="utf-8"))

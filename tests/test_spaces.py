@@ -55,6 +55,13 @@ def test_unavailable_model_falls_back_to_the_embedded_one(output_dir):
             assert page is not None, "the app did not start"
             assert "could not be loaded" in page and "falls back to the embedded" in page
             assert "no-such-org/no-such-model-xyz" in page
+            # the loader's own words (paths, URLs, exception names) stay in the server log
+            ref = re.search(r"reference ([0-9a-f]{8})", page)
+            assert ref, page[:2000]
+            for internal in ("Error", "http", "/root", ".cache", "Traceback"):
+                notice = page[page.index("could not be loaded"):page.index("falls back")]
+                assert internal not in notice, (internal, notice)
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+    assert ref.group(1) in (output_dir / "fallback-server.log").read_text()

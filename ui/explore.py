@@ -57,7 +57,8 @@ class Explore:
                     self.seed = gr.Number(value=0, precision=0, label=t("seed"), minimum=0)
                     with gr.Row():
                         self.attention_on = gr.Checkbox(value=APP_DEFAULTS.attention, label=t("capture_attention"))
-                        self.lens_on = gr.Checkbox(value=APP_DEFAULTS.logit_lens, label=t("logit_lens"))
+                        self.lens_on = gr.Checkbox(value=APP_DEFAULTS.logit_lens, label=t("logit_lens"),
+                                                  info=t("logit_lens_info"))
                         self.template_on = gr.Checkbox(value=True, label=t("chat_template"))
             with gr.Column(scale=3):
                 self.output = gr.HTML(elem_id="output", js_on_load=CLICK_JS)

@@ -10,7 +10,6 @@ On ZeroGPU the experiment runs in a forked GPU process, whose hold the main proc
 
 from __future__ import annotations
 
-import logging
 
 import gradio as gr
 
@@ -20,12 +19,12 @@ from engine.lab import run_lab
 from viz import lab as charts
 from viz.labels import label
 
+from .errors import internal
 from .gpu import on_gpu
 from .runs import KeptFiles, StopFlags
 from .views import chart_or_notice
 
 
-log = logging.getLogger(__name__)
 
 # (experiment key, short id used in elem_ids, heading label, explanation label, chart, table)
 SECTIONS = (
@@ -84,9 +83,8 @@ class LabActions:
                                   progress=lambda f, text: progress(f, desc=text))
             except EngineError as exc:
                 raise gr.Error(label("lab_failed", lang, error=str(exc))) from None
-            except Exception as exc:          # a kernel or a library failed: say so on the page
-                log.exception("lab experiment %s failed", name)
-                raise gr.Error(label("lab_failed", lang, error=f"{type(exc).__name__}: {str(exc)[:300]}")) from None
+            except Exception as exc:          # a kernel or a library failed: a reference, details in the log
+                raise gr.Error(label("lab_failed", lang, error=internal(f"lab experiment {name}", exc))) from None
             merged = merge(results, new)
             extra = {"model": model_choice} if name == "roofline" else {}
             return (merged, chart_or_notice(draw, merged, lang=lang, **extra), _table(table, merged, lang, **extra),

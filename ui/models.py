@@ -7,7 +7,6 @@ needs remote code), the app starts on the embedded model and says so on the page
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 
@@ -16,7 +15,8 @@ import torch
 
 from engine import EMBEDDED, Engine, EngineError
 
-log = logging.getLogger(__name__)
+from .errors import internal, reference
+
 
 
 def allowed_from_env(cli_model: str | None = None) -> list[str]:
@@ -41,9 +41,9 @@ class Models:
         first = self.allowed[0]
         try:
             self.engines[first] = load_engine(first)
-        except EngineError as exc:
-            log.warning("falling back to the embedded model: %s", exc)
-            self.notice = (f"⚠️ The model `{first}` could not be loaded ({exc}). "
+        except EngineError as exc:           # the reason (paths, URLs) goes to the log, not the page
+            ref = reference(f"loading {first}", exc)
+            self.notice = (f"⚠️ The model `{first}` could not be loaded (reference {ref} in the server log). "
                            f"This page falls back to the embedded {EMBEDDED.split(':')[-1]}.")
             self.engines[EMBEDDED] = load_engine(EMBEDDED)
             self.allowed = [EMBEDDED] + [m for m in self.allowed if m not in (first, EMBEDDED)]
@@ -59,7 +59,7 @@ class Models:
                 try:
                     self.engines[model_id] = load_engine(model_id)
                 except EngineError as exc:
-                    raise gr.Error(f"cannot load {model_id}: {exc}") from None
+                    raise gr.Error(f"cannot load {model_id}: {internal(f'loading {model_id}', exc)}") from None
             return self.engines[model_id]
 
     @property
