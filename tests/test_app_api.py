@@ -31,6 +31,24 @@ def test_trace_endpoint_matches_the_engine(client, engine):
     assert got.attention is not None and len(got.attention.steps) == len(got.steps)
 
 
+def test_trace_with_only_a_prompt_uses_the_documented_defaults(client, engine):
+    path = client.predict(prompt="Hello, world!", api_name="/trace")
+    with open(path, encoding="utf-8") as f:
+        got = Trace.from_json(f.read())
+    assert got.settings == Settings(max_new_tokens=got.settings.max_new_tokens)   # every other default
+    assert got.settings.max_new_tokens == Settings().max_new_tokens
+    mine = run_trace(engine, "Hello, world!", Settings())
+    assert [s.id for s in got.steps] == [s.id for s in mine.steps]
+
+
+def test_compare_with_only_a_prompt(client):
+    normal, reasoning = client.predict(prompt="What is 2 + 3?", api_name="/compare")
+    with open(normal, encoding="utf-8") as f:
+        assert Trace.from_json(f.read()).settings.max_new_tokens == 48
+    with open(reasoning, encoding="utf-8") as f:
+        assert Trace.from_json(f.read()).settings.thinking_budget == 64
+
+
 def test_four_clients_at_once_each_get_their_own_trace(app_url, engine):
     """Capture on (attention and logit lens): hook or capture state shared between visitors would
     put one visitor's rows or guesses into another's trace. Two of the four sample."""

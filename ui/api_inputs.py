@@ -42,6 +42,8 @@ class ApiText(_SameLook, gr.Textbox):
         return payload
 
 
-def api_inputs(kind, *names: str) -> list:
-    """Hidden inputs of one kind for the API arguments `names` (their labels name them in errors)."""
-    return [kind(label=name, visible=False) for name in names]
+def api_inputs(kind, *names: str, **defaults) -> list:
+    """Hidden inputs of one kind for the API arguments `names` (required) and `defaults` (optional:
+    a caller may leave them out). Their labels name them in errors."""
+    return ([kind(label=name, visible=False) for name in names]
+            + [kind(label=name, value=value, visible=False) for name, value in defaults.items()])

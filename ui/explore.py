@@ -7,6 +7,7 @@ import json
 import gradio as gr
 
 from engine.request import APP_DEFAULTS
+from engine.trace import Settings
 from viz import html
 
 from . import lab_tab, reasoning_tab
@@ -194,10 +195,14 @@ class Explore:
         self.sweep_btn.click(on_gpu(actions.sweep), [self.prompt, self.model_id, self.lang], self.sweep_plot,
                              **ENGINE, **PRIVATE)
 
-        # The documented API: prompt + settings in, Trace JSON file out.
+        # The documented API: prompt + settings in, Trace JSON file out. Every setting has the
+        # engine's default, so `client.predict(prompt="...", api_name="/trace")` is enough.
         api_btn = gr.Button(visible=False)
+        d = Settings()
         api_in = [*api_inputs(ApiText, "prompt"),
-                  *api_inputs(ApiNumber, "max_new_tokens", "temperature", "top_k", "top_p", "seed"),
-                  *api_inputs(ApiFlag, "attention", "logit_lens", "chat_template")]
+                  *api_inputs(ApiNumber, max_new_tokens=d.max_new_tokens, temperature=d.temperature,
+                              top_k=d.top_k, top_p=d.top_p, seed=d.seed),
+                  *api_inputs(ApiFlag, attention=d.attention, logit_lens=d.logit_lens,
+                              chat_template=d.chat_template)]
         api_btn.click(on_gpu(actions.api_trace), api_in, gr.File(visible=False),
                       api_name="trace", **ENGINE)

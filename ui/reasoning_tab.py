@@ -142,6 +142,6 @@ def build(engine, lang) -> None:
                 api_visibility="private")
 
     api_btn = gr.Button(visible=False)
-    api_btn.click(on_gpu(tab.api_compare), [*api_inputs(ApiText, "prompt"), *api_inputs(ApiNumber, "thinking_budget", "answer_tokens")],
+    api_btn.click(on_gpu(tab.api_compare), [*api_inputs(ApiText, "prompt"), *api_inputs(ApiNumber, thinking_budget=64, answer_tokens=48)],
                   [gr.File(visible=False), gr.File(visible=False)], api_name="compare",
                   concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine")
