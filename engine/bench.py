@@ -82,9 +82,9 @@ def bench(engine: Engine, new_tokens: int = 64, repeats: int = 3, prompt: str = 
                 observe.append(trace.summary.observe_ms / trace.summary.new_tokens)
                 app_trace = trace
         alone_tpot.append(run_trace(engine, prompt, reasoning).summary.tpot_ms)
-        for _normal, paired, _finished in interleave(engine, prompt, budget, answer):
+        for _normal, paired_run, _finished in interleave(engine, prompt, budget, answer):
             pass
-        paired_tpot.append(paired.summary.tpot_ms)
+        paired_tpot.append(paired_run.summary.tpot_ms)
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the big buffer below
     bandwidth = read_bandwidth(engine.device) / 1e9
     weight_bytes = engine.info.parameter_bytes

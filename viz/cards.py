@@ -106,7 +106,7 @@ def speed_html(trace: Trace, lang: str = "en") -> str:
         _card(label("prefill_rate", lang), fmt_rate(prefill.tokens_per_s if prefill else None),
               label("def_prefill_rate", lang)),
     ]
-    if summary and summary.time_to_first_answer_ms is not None:
+    if summary and summary.time_to_first_answer_ms is not None and trace.reasoning is not None:
         cards.append(_card(label("ttfa", lang), fmt_ms(summary.time_to_first_answer_ms),
                            label("def_ttfa", lang)))
     cards.append(watch_card(trace, lang))
