@@ -40,6 +40,7 @@ class Limits:
     max_upload_bytes: int = 64_000_000     # trace files a visitor may load
     lab_max_prompt_tokens: int = 2_048     # longest prefill the lab's attention experiment runs
     lab_seconds: int = 50                  # time budget of one lab experiment's growing sizes
+    lab_max_parameters: int = 1_000_000_000  # the weights experiment loads extra copies only up to this
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -50,6 +51,7 @@ class Limits:
             max_upload_bytes=_env_int("TBT_MAX_UPLOAD_MB", cls.max_upload_bytes // 1_000_000) * 1_000_000,
             lab_max_prompt_tokens=_env_int("TBT_LAB_MAX_TOKENS", cls.lab_max_prompt_tokens),
             lab_seconds=_env_int("TBT_LAB_SECONDS", cls.lab_seconds),
+            lab_max_parameters=_env_int("TBT_LAB_MAX_PARAMS", cls.lab_max_parameters),
         )
 
 

@@ -276,3 +276,40 @@ def test_the_lab_holds_the_engine_while_it_times(engine):
     lab_end = max(t for who, kind, t in passes if who == lab_thread and kind == "end")
     visitor_start = min(t for who, kind, t in passes if who == visitor_thread and kind == "start")
     assert visitor_start > lab_end, "a visitor's pass ran while the lab was timing"
+
+
+# --- the host's controls ----------------------------------------------------------------------------
+def test_lab_mode_follows_the_host(engine, monkeypatch):
+    import copy
+    import dataclasses
+    from ui.lab_tab import lab_mode
+    monkeypatch.delenv("TBT_LAB", raising=False)
+    assert lab_mode(engine) == "on"                                  # the embedded model
+    hub = copy.copy(engine)
+    hub.info = dataclasses.replace(engine.info, source="hub")
+    assert lab_mode(hub) == "recorded"                               # a host's model: no live runs
+    for mode in ("on", "recorded", "off"):
+        monkeypatch.setenv("TBT_LAB", mode)
+        assert lab_mode(hub) == mode
+
+
+def test_a_crafted_call_gets_no_run_when_the_lab_is_not_live(engine, monkeypatch):
+    import gradio as gr
+    from ui.lab_tab import LabActions
+    monkeypatch.setenv("TBT_LAB", "recorded")
+    run = LabActions(engine).runner("kv_cache", None, None)
+    with pytest.raises(gr.Error, match="TBT_LAB=recorded"):
+        run({}, "en", None, request=None)
+
+
+def test_weights_refuse_models_above_the_hosts_size_before_loading_anything(engine, monkeypatch):
+    import copy
+    from engine import InvalidRequest
+    from engine.request import Limits
+    small_cap = copy.copy(engine)
+    small_cap.limits = Limits(lab_max_parameters=100_000_000)         # below SmolLM2's 135M
+    loads = []
+    monkeypatch.setattr(weights, "load", lambda *a, **k: loads.append(a))
+    with pytest.raises(InvalidRequest, match="100M|0.1B|TBT_LAB_MAX_PARAMS"):
+        weights.run(small_cap, quick=True)
+    assert loads == []

@@ -10,6 +10,7 @@ On ZeroGPU the experiment runs in a forked GPU process, whose hold the main proc
 
 from __future__ import annotations
 
+import os
 
 import gradio as gr
 
@@ -67,6 +68,19 @@ def note_md(results: dict, name: str, lang: str) -> str:
     return f"**{text}**" + (f" ({label('lab_took', lang, s=f'{seconds:.0f}')})" if seconds is not None else "")
 
 
+MODES = ("on", "recorded", "off")
+
+
+def lab_mode(engine: Engine) -> str:
+    """`TBT_LAB`: "on" (visitors run experiments), "recorded" (no live runs) or "off". Unset: on for
+    the embedded model, recorded for a host's hub model (extra copies of a big model, minutes of
+    holding it, are the host's decision)."""
+    mode = os.environ.get("TBT_LAB", "").strip().lower()
+    if mode in MODES:
+        return mode
+    return "on" if engine.info.source == "embedded-gguf" else "recorded"
+
+
 class LabActions:
     def __init__(self, engine: Engine):
         self.engine = engine
@@ -76,6 +90,9 @@ class LabActions:
     def runner(self, name: str, draw, table):
         @on_gpu
         def run(results, lang, model_choice, request: gr.Request, progress=gr.Progress()):
+            mode = lab_mode(self.engine)
+            if mode != "on":               # the buttons are hidden; a crafted call still gets no run
+                raise gr.Error(label(f"lab_mode_{mode}", lang))
             progress(0, desc=label("lab_run", lang))
             try:
                 with self.flags.running(request) as flag:
@@ -119,9 +136,15 @@ def build(engine: Engine, lang: gr.State) -> None:
     English and follows the page's language (`lang`) when it changes, charts included."""
     actions = LabActions(engine)
     results = gr.State({})
-    intro = gr.Markdown(label("lab_intro", "en"), elem_id="lab-intro")
+    mode = lab_mode(engine)
+    live = mode == "on"
+
+    def intro_md(lang_v: str) -> str:
+        return label("lab_intro", lang_v) + ("" if live else "\n\n**" + label(f"lab_mode_{mode}", lang_v) + "**")
+    intro = gr.Markdown(intro_md("en"), elem_id="lab-intro")
     with gr.Row():
-        stop = gr.Button(label("lab_stop", "en"), variant="stop", elem_id="lab-stop", scale=0, min_width=120)
+        stop = gr.Button(label("lab_stop", "en"), variant="stop", elem_id="lab-stop", scale=0, min_width=120,
+                         visible=live)
         export = gr.File(label=label("lab_export", "en"), interactive=False, elem_id="lab-export")
     models = roofline_choices(engine)
     parts: dict[str, dict] = {}
@@ -129,7 +152,7 @@ def build(engine: Engine, lang: gr.State) -> None:
         explanation = gr.Markdown(explain_md(heading, explain, "en"), elem_id=f"lab-{short}-explain")
         with gr.Row():
             run = gr.Button(label("lab_run", "en"), variant="primary", elem_id=f"lab-{short}-run", scale=0,
-                            min_width=120)
+                            min_width=120, visible=live)
             pick = gr.Dropdown(models, value=models[0], label=label("lab_model_pick", "en"),
                                elem_id="lab-roofline-model", scale=1) if name == "roofline" else None
             note = gr.Markdown(label("lab_not_run_yet", "en"), elem_id=f"lab-{short}-note")
@@ -158,7 +181,7 @@ def build(engine: Engine, lang: gr.State) -> None:
     outputs.append(roof["pick"])
 
     def relabel(r, lang_v, model):
-        updates = [label("lab_intro", lang_v), gr.update(value=label("lab_stop", lang_v)),
+        updates = [intro_md(lang_v), gr.update(value=label("lab_stop", lang_v)),
                    gr.update(label=label("lab_export", lang_v))]
         for name, short, heading, explain, draw, table in SECTIONS:
             chart, frame, note = section_views(r, name, draw, table, lang_v, model)

@@ -38,6 +38,13 @@ LAB: dict[str, dict[str, str]] = {
     "lab_export": {"en": "All lab results so far (JSON)", "zh": "目前所有实验结果（JSON）"},
     "lab_model_pick": {"en": "Model for the roofline", "zh": "Roofline 使用的模型"},
     "lab_not_run_yet": {"en": "Not run yet.", "zh": "尚未运行。"},
+    "lab_mode_recorded": {"en": "On this server the lab does not run live (the host's setting `TBT_LAB=recorded`): "
+                                "its experiments load extra model copies and hold the model for minutes. "
+                                "The walkthrough shows a recorded run.",
+                          "zh": "本服务器上的实验室不做现场运行（部署者设置 `TBT_LAB=recorded`）：这些实验要加载额外的模型副本，"
+                                "并独占模型好几分钟。导览中可以看到一次录制的运行结果。"},
+    "lab_mode_off": {"en": "The host has turned the acceleration lab off on this server (`TBT_LAB=off`).",
+                     "zh": "部署者在本服务器上关闭了加速实验室（`TBT_LAB=off`）。"},
     "lab_took": {"en": "took {s} s", "zh": "用时 {s} 秒"},
     "lab_failed": {"en": "The experiment failed: {error}", "zh": "实验失败：{error}"},
     # shared

@@ -24,6 +24,7 @@ from contextlib import nullcontext
 import torch
 
 from ..core import Engine
+from ..errors import InvalidRequest
 from ..loading import EMBEDDED, embedded_gguf, load
 from ..trace import Settings
 from .measure import Steps, Stopped, attention, greedy_timing, is_cuda, medians, release
@@ -154,6 +155,13 @@ def run(engine: Engine, quick: bool = False, progress=None, cancel: threading.Ev
         repeats: int | None = None) -> dict:
     if "fp32" not in formats[:1]:
         raise ValueError("fp32 comes first: it is the reference for the quality numbers")
+    limits = getattr(engine, "limits", None)
+    cap = limits.lab_max_parameters if limits is not None else None
+    if cap is not None and engine.info.parameters > cap:
+        # three more copies of a big host model would not fit beside it: refuse before loading any
+        raise InvalidRequest(f"the weights experiment loads extra copies of the model; this host allows that "
+                             f"for models up to {cap / 1e9:g}B parameters, and this one has "
+                             f"{engine.info.parameters / 1e9:.2f}B (TBT_LAB_MAX_PARAMS)")
     n = new_tokens or SIZES[quick]["new_tokens"]
     repeats = repeats or SIZES[quick]["repeats"]
     texts = [engine.encode(t, templated=True) for t in (QUALITY_TEXTS[:2] if quick else QUALITY_TEXTS)]
