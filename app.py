@@ -104,9 +104,11 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     models = Models(allowed_from_env(args.model))
     demo = build(models)
-    demo.queue(max_size=64).launch(server_name=args.host, server_port=args.port, share=args.share,
-                                   show_error=False, css=CSS + PAGE_CSS, i18n=I18N,
-                                   max_file_size=models.engine.limits.max_upload_bytes)
+    # Runs share the "engine" group's limit (TBT_CONCURRENCY) and the lab its own; everything else
+    # (drawing a chart, reading a file) may serve a few visitors at once instead of one.
+    demo.queue(max_size=64, default_concurrency_limit=4).launch(
+        server_name=args.host, server_port=args.port, share=args.share, show_error=False,
+        css=CSS + PAGE_CSS, i18n=I18N, max_file_size=models.engine.limits.max_upload_bytes)
 
 
 if __name__ == "__main__":

@@ -2,21 +2,40 @@
 
 from __future__ import annotations
 
+import threading
+
 import torch
 
 from .core import Engine
 from .errors import InvalidRequest
 
+_norms: dict[int, torch.Tensor] = {}     # id(embedding weight) -> its row norms, computed once
+_norms_lock = threading.Lock()
+
+
+def row_norms(table: torch.Tensor) -> torch.Tensor:
+    """The length of every embedding row ([vocab]); 49,152 numbers kept instead of recomputing
+    28 million squares on every click."""
+    key = id(table)
+    with _norms_lock:
+        cached = _norms.get(key)
+        if cached is None or cached.device != table.device or cached.shape[0] != table.shape[0]:
+            with torch.inference_mode():
+                _norms[key] = table.float().norm(dim=-1)
+        return _norms[key]
+
 
 def embedding_neighbors(engine: Engine, token_id: int, k: int = 8) -> tuple[list[float], list[dict]]:
-    """The row of the input embedding matrix for `token_id` and the `k` closest other tokens."""
+    """The row of the input embedding matrix for `token_id` and the `k` closest other tokens.
+    The weights are only read, so no run waits for this (the engine's lock is not taken)."""
     table = engine.model.get_input_embeddings().weight            # [vocab, hidden]
     if not 0 <= token_id < table.shape[0]:
         raise InvalidRequest(f"token id {token_id} is outside the vocabulary (0..{table.shape[0] - 1})")
-    with engine.lock, torch.inference_mode():
+    norms = row_norms(table)
+    with torch.inference_mode():
         vector = table[token_id].float()
         rows = table.float() if table.dtype != torch.float32 else table
-        cosine = (rows @ vector) / (rows.norm(dim=-1) * vector.norm()).clamp_min(1e-12)
+        cosine = (rows @ vector) / (norms * vector.norm()).clamp_min(1e-12)
         cosine[token_id] = -2.0                                      # not its own neighbour
         best = torch.topk(cosine, k)
     neighbors = [{"id": int(i), "text": engine.text_of(int(i)), "cosine": float(c)}
