@@ -96,13 +96,14 @@ def record(capture, layer: int, query, key, attention_mask, scaling: float) -> N
 
 
 def finish(capture) -> None:
-    """Score the decode queries set aside by `record`: all layers at once when their key lengths
-    and scalings agree (they do, except in models that mix window sizes), else layer by layer."""
+    """Score the decode queries set aside by `record`: all layers at once when their key lengths,
+    scalings and devices agree (they do, except in models that mix window sizes or are sharded
+    over several GPUs), else layer by layer."""
     pending, capture.pending = capture.pending, []
     if not pending:
         return
     layers, queries, keys, scalings = zip(*pending)
-    if len({k.shape for k in keys}) == 1 and len(set(scalings)) == 1:
+    if len({k.shape for k in keys}) == 1 and len(set(scalings)) == 1 and len({k.device for k in keys}) == 1:
         kv_heads, k_len, dim = keys[0].shape
         heads = queries[0].shape[0]
         # one batched matmul: (layers x kv_heads) groups of [group, d] @ [d, k]

@@ -167,9 +167,11 @@ class Engine:
         model's own output, so its logits are reused instead of computed again.
         """
         with torch.inference_mode():
-            hidden = torch.stack([capture.hidden[i] for i in sorted(capture.hidden)])  # [layers-1, hidden]
-            normed = final_norm(self.model)(hidden)
             head = self.model.get_output_embeddings()
+            norm = final_norm(self.model)
+            at = head.weight.device          # a sharded model (device_map="auto") spreads layers over GPUs
+            hidden = torch.stack([capture.hidden[i].to(at) for i in sorted(capture.hidden)])  # [layers-1, hidden]
+            normed = norm(hidden.to(next(norm.parameters(), head.weight).device)).to(at)
             # [vocab, hidden] @ [hidden, layers-1]: MKL runs this orientation of a thin matmul
             # 2-3x faster on the CPU than the [layers-1, hidden] @ [hidden, vocab] one.
             logits = torch.matmul(head.weight, normed.T).float()                       # [vocab, layers-1]

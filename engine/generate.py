@@ -196,7 +196,8 @@ class Run:
                 prefill_tokens=capture.map_tokens, prefill_capped=n > capture.map_tokens, steps=[],
                 prefill=[PackedRows.pack(capture.maps[i].cpu().numpy()) for i in sorted(capture.maps)])
         attention = self.trace.attention
-        stacked = torch.stack([capture.rows[i] for i in sorted(capture.rows)])   # [layers, heads, keys]
+        per_layer = [capture.rows[i] for i in sorted(capture.rows)]
+        stacked = torch.stack([r.to(per_layer[0].device) for r in per_layer])  # [layers, heads, keys]
         rows = PackedRows.pack(stacked.cpu().numpy())
         self.attention_bytes += rows.nbytes
         if self.attention_bytes > self.engine.limits.attention_max_bytes:

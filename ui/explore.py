@@ -133,7 +133,16 @@ class Explore:
         return [self.trace, self.layer, self.head, self.query, self.d_layer, self.d_head, self.s_temperature,
                 self.s_top_k, self.s_top_p, self.s_seed, self.lang]
 
-    def render_all(self, trace, layer, head, query, d_layer, d_head, temperature, top_k, top_p, seed, lang):
+    def render_all(self, *inputs):
+        """Every chapter drawn from the trace on show, and its JSON written for download."""
+        return self.render(*inputs, write_file=True)
+
+    def relabel_all(self, *inputs):
+        """Every chapter redrawn in the page's new language; the download stays the file it was."""
+        return self.render(*inputs, write_file=False)
+
+    def render(self, trace, layer, head, query, d_layer, d_head, temperature, top_k, top_p, seed, lang,
+               write_file: bool):
         if trace is None:
             return [gr.skip()] * len(self.views)
         actions = self.actions
@@ -145,7 +154,8 @@ class Explore:
         return [*tokens_view(trace, actions.comparison(trace), 0, lang),
                 *prefill_view(trace, layer, head, q, lang), *kv_view(trace, lang),
                 *decode_view(trace, last, d_layer, d_head, lang), *speed_view(trace, lang),
-                *sampling_view(trace, unsure, temperature, top_k, top_p, seed, lang), actions.trace_file(trace),
+                *sampling_view(trace, unsure, temperature, top_k, top_p, seed, lang),
+                actions.trace_file(trace) if write_file else gr.skip(),
                 gr.update(maximum=max(last, 1), value=last), gr.update(maximum=max(last, 1), value=unsure),
                 gr.update(maximum=max(mapped, 1), value=q), *actions.embedding(trace, 0, lang),
                 # the marker tells a watcher (and the browser test) that every chapter is drawn
