@@ -174,9 +174,12 @@ class Engine:
             normed = norm(hidden.to(next(norm.parameters(), head.weight).device)).to(at)
             # [vocab, hidden] @ [hidden, layers-1]: MKL runs this orientation of a thin matmul
             # 2-3x faster on the CPU than the [layers-1, hidden] @ [hidden, vocab] one.
-            logits = torch.matmul(head.weight, normed.T).float()                       # [vocab, layers-1]
-            if getattr(head, "bias", None) is not None:
-                logits = logits + head.bias.float()[:, None]
+            if head.weight.is_floating_point():
+                logits = torch.matmul(head.weight, normed.T).float()                   # [vocab, layers-1]
+                if getattr(head, "bias", None) is not None:
+                    logits = logits + head.bias.float()[:, None]
+            else:                           # a quantized head: let its own module do the matmul
+                logits = head(normed).float().T
             logits = torch.cat([logits, final_logits[:, None].to(logits.device)], dim=1)  # [vocab, layers]
             top, ids = logits.max(dim=0)
             p = torch.exp(top - torch.logsumexp(logits, dim=0))   # softmax of the top guess alone
