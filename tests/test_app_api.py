@@ -93,3 +93,20 @@ def test_compare_endpoint_returns_both_traces(client):
     assert normal.reasoning is None and reasoning.reasoning == "scaffold"
     assert reasoning.summary.thinking_tokens >= 16
     assert reasoning.summary.time_to_first_answer_ms > normal.summary.ttft_ms
+
+
+def test_a_cancelled_trace_call_stops_its_run(client):
+    """A script that goes away does not keep a run slot: its run stops within about a step."""
+    import time
+    job = client.submit(prompt="Count from one to one thousand, one number per line.", max_new_tokens=1000,
+                        api_name="/trace")
+    deadline = time.time() + 60
+    while client.predict(api_name="/status")["active_runs"] < 1:
+        assert time.time() < deadline, "the run never started"
+        time.sleep(0.2)
+    time.sleep(1.0)                                    # a few steps in
+    cancelled = time.time()
+    job.cancel()
+    while client.predict(api_name="/status")["active_runs"] > 0:
+        assert time.time() - cancelled < 10, "the run went on after its caller cancelled"
+        time.sleep(0.1)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from engine import EngineError, Trace, run_trace, stream_trace
+from engine import EngineError, Trace, stream_trace
 from engine.core import Engine
 from engine.embeddings import embedding_neighbors
 from engine.other_tokenizer import NAME as OTHER_NAME
@@ -188,14 +188,25 @@ class Actions:
 
     def api_trace(self, prompt: str, max_new_tokens: float, temperature: float, top_k: float,
                   top_p: float, seed: float, attention: bool, logit_lens: bool, chat_template: bool):
-        """Run one prompt to the end and return its Trace as a JSON file."""
+        """Run one prompt to the end and return its Trace as a JSON file.
+
+        A generator that yields nothing new after each step: when the caller disconnects or
+        cancels, Gradio closes it at the next yield, and the run stops there instead of finishing
+        for nobody."""
         settings = make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
                                  chat_template)
         try:
-            trace = run_trace(self.engine, prompt, settings)
+            events = stream_trace(self.engine, prompt, settings)
+            try:
+                for event in events:
+                    trace = event.trace
+                    if event.kind != "done":
+                        yield gr.skip()
+            finally:
+                events.close()
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
-        return self.files.write(trace)
+        yield self.files.write(trace)
 
     def sweep(self, prompt, model_id, lang, progress=gr.Progress()):
         text = prompt if isinstance(prompt, str) and prompt.strip() else "Hello, world! " * 4

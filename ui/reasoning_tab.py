@@ -58,14 +58,16 @@ class ReasoningTab:
             raise gr.Error(str(exc)) from None
 
     def api_compare(self, prompt: str, thinking_budget: float, answer_tokens: float):
-        """Both runs to the end; returns the normal and the reasoning Trace as JSON files."""
+        """Both runs to the end; returns the normal and the reasoning Trace as JSON files. Yields
+        after each round, so a caller that goes away stops both runs (see Actions.api_trace)."""
         thinking_budget, answer_tokens = whole("thinking_budget", thinking_budget, 0), whole("answer_tokens", answer_tokens, 1)
         try:
-            for normal, reasoning, _ in interleave(self.engine, prompt, thinking_budget, answer_tokens):
-                pass
+            for normal, reasoning, finished in interleave(self.engine, prompt, thinking_budget, answer_tokens):
+                if not finished:
+                    yield gr.skip(), gr.skip()
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
-        return self.files.write(normal), self.files.write(reasoning)
+        yield self.files.write(normal), self.files.write(reasoning)
 
     def run_eval(self, budgets, limit, lang, request: gr.Request, progress=gr.Progress()):
         if not budgets:
