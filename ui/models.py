@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 
 import gradio as gr
 import torch
@@ -16,7 +17,6 @@ import torch
 from engine import EMBEDDED, Engine, EngineError
 
 from .errors import internal, reference
-
 
 
 def allowed_from_env(cli_model: str | None = None) -> list[str]:
@@ -33,11 +33,20 @@ def load_engine(model_id: str) -> Engine:
 
 
 class Models:
-    def __init__(self, allowed: list[str]):
+    """Loaded engines, at most `max_models` (TBT_MAX_MODELS, default 2) of them: the least recently
+    used one that is not the default and has no run in progress makes room for a new one.
+
+    A load takes minutes for a big model, so it never happens under the lock that guards the table:
+    visitors of already-loaded models go on while another model loads, and two visitors asking for
+    the same new model share one load."""
+
+    def __init__(self, allowed: list[str], max_models: int | None = None):
         self.allowed = list(dict.fromkeys(allowed))
-        self.engines: dict[str, Engine] = {}
+        self.max_models = max(1, max_models or _env_int("TBT_MAX_MODELS", 2))
+        self.engines: OrderedDict[str, Engine] = OrderedDict()
         self.notice = ""
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()                  # guards the tables, never held while loading
+        self._loading: dict[str, threading.Lock] = {}  # one gate per model being loaded
         first = self.allowed[0]
         try:
             self.engines[first] = load_engine(first)
@@ -55,13 +64,40 @@ class Models:
         if model_id not in self.allowed:
             raise gr.Error(f"{model_id!r} is not one of the models this page offers")
         with self._lock:
-            if model_id not in self.engines:
-                try:
-                    self.engines[model_id] = load_engine(model_id)
-                except EngineError as exc:
-                    raise gr.Error(f"cannot load {model_id}: {internal(f'loading {model_id}', exc)}") from None
-            return self.engines[model_id]
+            if model_id in self.engines:
+                self.engines.move_to_end(model_id)
+                return self.engines[model_id]
+            gate = self._loading.setdefault(model_id, threading.Lock())
+        with gate:                                      # only callers of this same model wait here
+            with self._lock:
+                if model_id in self.engines:            # loaded while we waited at the gate
+                    return self.engines[model_id]
+            try:
+                engine = load_engine(model_id)
+            except EngineError as exc:
+                raise gr.Error(f"cannot load {model_id}: {internal(f'loading {model_id}', exc)}") from None
+            with self._lock:
+                self.engines[model_id] = engine
+                self._loading.pop(model_id, None)
+                self._evict(keep=model_id)
+            return engine
+
+    def _evict(self, keep: str) -> None:
+        """Drop least recently used engines beyond the cap (lock held by the caller); never the
+        default, the one just loaded (`keep`) or one with a run in progress."""
+        for model_id in list(self.engines):
+            if len(self.engines) <= self.max_models:
+                return
+            if model_id not in (self.default, keep) and self.engines[model_id].active_runs == 0:
+                del self.engines[model_id]      # its runs' traces keep no reference to the model
 
     @property
     def engine(self) -> Engine:
         return self.engines[self.default]
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        return default

@@ -1,0 +1,64 @@
+"""The host's models: loaded outside the table's lock, one load per model, an LRU cap."""
+
+import threading
+import time
+
+import pytest
+
+from ui import models as models_module
+from ui.models import Models
+
+
+class FakeEngine:
+    def __init__(self, model_id: str):
+        self.model_id, self.active_runs = model_id, 0
+
+
+@pytest.fixture
+def slow_loads(monkeypatch):
+    """load_engine that takes 0.5 s for every model but "a", and counts its calls."""
+    calls = []
+
+    def load(model_id):
+        calls.append(model_id)
+        if model_id != "a":
+            time.sleep(0.5)
+        return FakeEngine(model_id)
+    monkeypatch.setattr(models_module, "load_engine", load)
+    return calls
+
+
+def test_a_loaded_model_is_served_while_another_loads(slow_loads):
+    models = Models(["a", "b", "c"], max_models=3)
+    loader = threading.Thread(target=models.get, args=("b",))
+    loader.start()
+    time.sleep(0.1)                                   # "b" is loading now
+    started = time.monotonic()
+    assert models.get("a").model_id == "a"
+    assert time.monotonic() - started < 0.1           # did not wait for "b"'s load
+    loader.join()
+
+
+def test_two_visitors_of_one_new_model_share_one_load(slow_loads):
+    models = Models(["a", "b"], max_models=3)
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(models.get("b"))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert slow_loads.count("b") == 1 and len({id(e) for e in got}) == 1
+
+
+def test_least_recently_used_models_make_room_but_never_the_default_or_a_busy_one(slow_loads):
+    models = Models(["a", "b", "c", "d"], max_models=2)
+    models.get("b")
+    assert list(models.engines) == ["a", "b"]
+    models.engines["b"].active_runs = 1               # a run in progress keeps "b"
+    models.get("c")
+    assert set(models.engines) == {"a", "b", "c"}     # over the cap rather than cut a run short
+    models.engines["b"].active_runs = 0
+    models.get("d")
+    assert "a" in models.engines and len(models.engines) == 2 and "d" in models.engines
+    with pytest.raises(Exception, match="not one of the models"):
+        models.get("e")
