@@ -110,3 +110,24 @@ def test_a_cancelled_trace_call_stops_its_run(client):
     while client.predict(api_name="/status")["active_runs"] > 0:
         assert time.time() - cancelled < 10, "the run went on after its caller cancelled"
         time.sleep(0.1)
+
+
+def test_a_script_flooding_trace_does_not_keep_another_client_waiting(app_url, client):
+    """One client, one run: a flood from one session is refused beyond its first call, so the
+    engine's other slot stays free and another client's run starts at once."""
+    import time
+    flood = Client(app_url, verbose=False)
+    jobs = [flood.submit(prompt="Count from one to one thousand.", max_new_tokens=400, api_name="/trace")
+            for _ in range(6)]
+    time.sleep(2.0)
+    started = time.time()
+    path = client.predict(prompt="Hello", max_new_tokens=4, api_name="/trace")
+    assert time.time() - started < 15 and path
+    refused = 0
+    for job in jobs:
+        try:
+            job.result(timeout=3)
+        except Exception as exc:                      # refused at once, or still running (timeout)
+            refused += "one run at a time per client" in str(exc)
+        job.cancel()
+    assert refused >= 4, refused

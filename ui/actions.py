@@ -26,7 +26,7 @@ from viz.notice import embedding_strip, notice_chart
 
 from .i18n import text
 from .models import Models
-from .runs import StopFlags, TraceFiles
+from .runs import API_SLOTS, BUSY, RunRefused, StopFlags, TraceFiles
 from .views import clamp
 
 STREAM_INTERVAL_S = 0.1
@@ -187,7 +187,8 @@ class Actions:
                 f"{speed}")
 
     def api_trace(self, prompt: str, max_new_tokens: float, temperature: float, top_k: float,
-                  top_p: float, seed: float, attention: bool, logit_lens: bool, chat_template: bool):
+                  top_p: float, seed: float, attention: bool, logit_lens: bool, chat_template: bool,
+                  request: gr.Request = None):
         """Run one prompt to the end and return its Trace as a JSON file.
 
         A generator that yields nothing new after each step: when the caller disconnects or
@@ -196,15 +197,16 @@ class Actions:
         settings = make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
                                  chat_template)
         try:
-            events = stream_trace(self.engine, prompt, settings)
-            try:
-                for event in events:
-                    trace = event.trace
-                    if event.kind != "done":
-                        yield gr.skip()
-            finally:
-                events.close()
-        except EngineError as exc:
+            with API_SLOTS.hold(request, BUSY):
+                events = stream_trace(self.engine, prompt, settings)
+                try:
+                    for event in events:
+                        trace = event.trace
+                        if event.kind != "done":
+                            yield gr.skip()
+                finally:
+                    events.close()
+        except (EngineError, RunRefused) as exc:
             raise gr.Error(str(exc)) from None
         yield self.files.write(trace)
 

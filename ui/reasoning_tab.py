@@ -19,7 +19,7 @@ from viz.notice import notice_chart
 from .api_inputs import ApiNumber, ApiText, api_inputs
 from .gpu import on_gpu
 from .i18n import t, text
-from .runs import ENGINE_CONCURRENCY, KeptFiles, StopFlags, TraceFiles
+from .runs import API_SLOTS, BUSY, ENGINE_CONCURRENCY, KeptFiles, RunRefused, StopFlags, TraceFiles
 
 RECORDED = Path(__file__).resolve().parent.parent / "assets" / "eval" / "smollm2-cpu.json"
 EXAMPLES = [["What is 17 + 25?"], ["Tom has 5 apples and buys 7 more. How many apples does he have now?"],
@@ -57,15 +57,16 @@ class ReasoningTab:
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
 
-    def api_compare(self, prompt: str, thinking_budget: float, answer_tokens: float):
+    def api_compare(self, prompt: str, thinking_budget: float, answer_tokens: float, request: gr.Request = None):
         """Both runs to the end; returns the normal and the reasoning Trace as JSON files. Yields
         after each round, so a caller that goes away stops both runs (see Actions.api_trace)."""
         thinking_budget, answer_tokens = whole("thinking_budget", thinking_budget, 0), whole("answer_tokens", answer_tokens, 1)
         try:
-            for normal, reasoning, finished in interleave(self.engine, prompt, thinking_budget, answer_tokens):
-                if not finished:
-                    yield gr.skip(), gr.skip()
-        except EngineError as exc:
+            with API_SLOTS.hold(request, BUSY):
+                for normal, reasoning, finished in interleave(self.engine, prompt, thinking_budget, answer_tokens):
+                    if not finished:
+                        yield gr.skip(), gr.skip()
+        except (EngineError, RunRefused) as exc:
             raise gr.Error(str(exc)) from None
         yield self.files.write(normal), self.files.write(reasoning)
 

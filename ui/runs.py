@@ -64,6 +64,51 @@ class StopFlags:
         return len(self._flags)
 
 
+class ClientSlots:
+    """At most one API run per client at a time, so that one script cannot take every run slot.
+
+    A client is its session (each gradio_client `Client` has one) and, behind a proxy that forwards
+    it (a Hugging Face Space), also its address: a script that opens many sessions from one
+    address still gets one slot. A second call while the first runs is refused at once with a
+    message, so it does not sit in the queue in front of other visitors either."""
+
+    def __init__(self):
+        self._busy: set[str] = set()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def keys(request) -> list[str]:
+        if request is None:
+            return ["anonymous"]
+        keys = [f"session:{request.session_hash}"]
+        forwarded = (request.headers or {}).get("x-forwarded-for", "")
+        if forwarded:
+            keys.append(f"address:{forwarded.split(',')[0].strip()}")
+        return keys
+
+    @contextmanager
+    def hold(self, request, busy_message: str) -> Iterator[None]:
+        keys = self.keys(request)
+        with self._lock:
+            if any(k in self._busy for k in keys):
+                raise RunRefused(busy_message)
+            self._busy.update(keys)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._busy.difference_update(keys)
+
+
+class RunRefused(Exception):
+    """A client asked for a second run while its first is in flight."""
+
+
+API_SLOTS = ClientSlots()          # shared by /trace and /compare
+BUSY = ("this client already has a run in progress; one run at a time per client "
+        "(wait for the previous /trace or /compare call to return)")
+
+
 class KeptFiles:
     """JSON files written for visitors to download; the oldest are deleted beyond `keep`."""
 
