@@ -153,8 +153,9 @@ class Run:
         self.keep_attention_row(capture)
         ready = now_ms(engine.device)
         first = not self.trace.steps
-        self.clock += out.ms + (sampled - picked_from)
-        model_ms = self.clock if first else out.ms + (sampled - picked_from)   # step 0 is the TTFT
+        # the model's clock advances by each step's rounded time, so the steps add up to it exactly
+        model_ms = ms3((self.clock if first else 0.0) + out.ms + (sampled - picked_from))  # step 0: TTFT
+        self.clock = model_ms if first else self.clock + model_ms
         observe_ms = out.capture_ms + (ready - sampled)
         wait_ms = max(0.0, (ready - self.last_ready) - model_ms - observe_ms)
         self.last_ready = ready

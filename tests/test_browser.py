@@ -112,6 +112,27 @@ def test_upload_claiming_40_million_positions_is_refused_and_the_page_still_work
                            timeout=30_000)
 
 
+def test_layer_controls_follow_an_uploaded_trace_of_a_smaller_model(page, tmp_path):
+    """A trace from a 10-layer model: the layer slider's range becomes 0..9 (it was 0..29)."""
+    from engine import Trace
+    from engine.packed import PackedRows
+    trace = Trace.from_json((Path(__file__).parent / "fixtures" / "trace_zh.json").read_text(encoding="utf-8"))
+    trace.model.layers = 10
+    att = trace.attention
+    att.prefill = att.prefill[:10]
+    att.steps = [PackedRows.pack(block.unpack()[:10]) for block in att.steps]
+    for step in trace.steps:
+        step.lens = [g for g in step.lens or [] if g.layer < 10] or None
+    path = tmp_path / "ten-layers.json"
+    path.write_text(trace.validate().to_json(), encoding="utf-8")
+    page.get_by_role("tab", name="Trace file").click()
+    page.set_input_files("#upload input[type=file]", str(path))
+    page.wait_for_selector("#output .tbt-rendered", state="attached", timeout=60_000)
+    page.get_by_role("tab", name="2 · Prefill").click()
+    page.wait_for_function("() => document.querySelector('#prefill-layer input[type=range]').max === '9'",
+                           timeout=20_000)
+
+
 def test_uploaded_trace_with_html_in_its_texts_stays_text(page, shots, tmp_path):
     """A hostile trace file: token, step and model texts carrying markup are shown as text."""
     data = json.loads((Path(__file__).parent / "fixtures" / "trace_zh.json").read_text(encoding="utf-8"))

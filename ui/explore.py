@@ -16,8 +16,8 @@ from .actions import Actions
 from .gpu import on_gpu
 from .i18n import ASSETS, t, text
 from .runs import ENGINE_CONCURRENCY
-from .views import (decode_view, head_choices, kv_view, least_sure_step, prefill_view, sampling_view,
-                    speed_view, tokens_view)
+from .views import (AVERAGE, clamp, decode_view, head_choices, kv_view, least_sure_step, prefill_view,
+                    sampling_view, speed_view, tokens_view)
 
 CLICK_JS = """
 element.addEventListener('click', (e) => {
@@ -121,7 +121,7 @@ class Explore:
                 self.projection_plot, self.projection_table, self.step_facts, self.candidates,
                 self.attention_row, self.lens, self.speed_cards, self.timeline, self.step_times,
                 self.playground, self.survivors, self.download, self.step, self.s_step, self.query,
-                self.embedding_plot, self.neighbors, self.output]
+                self.embedding_plot, self.neighbors, self.output, self.layer, self.head, self.d_layer, self.d_head]
 
     def prompt_info(self, lang: str) -> str:
         limits = self.actions.engine.limits
@@ -151,6 +151,11 @@ class Explore:
         unsure = least_sure_step(trace)
         mapped = (trace.attention.prefill_tokens if trace.attention else len(trace.prompt.tokens)) - 1
         q = min(int(query or 0), mapped)
+        # the layer and head controls follow the model of the trace on screen (a file from another
+        # model can have more or fewer of them than the model this page runs)
+        layers, heads = trace.model.layers, head_choices(trace.model.heads)
+        layer, d_layer = clamp(layer, layers - 1), clamp(d_layer, layers - 1)
+        head, d_head = (h if h in heads else AVERAGE for h in (head, d_head))
         return [*tokens_view(trace, actions.comparison(trace), 0, lang),
                 *prefill_view(trace, layer, head, q, lang), *kv_view(trace, lang),
                 *decode_view(trace, last, d_layer, d_head, lang), *speed_view(trace, lang),
@@ -159,7 +164,9 @@ class Explore:
                 gr.update(maximum=max(last, 1), value=last), gr.update(maximum=max(last, 1), value=unsure),
                 gr.update(maximum=max(mapped, 1), value=q), *actions.embedding(trace, 0, lang),
                 # the marker tells a watcher (and the browser test) that every chapter is drawn
-                html.output_html(trace, lang=lang) + '<span class="tbt-rendered"></span>']
+                html.output_html(trace, lang=lang) + '<span class="tbt-rendered"></span>',
+                gr.update(maximum=max(layers - 1, 1), value=layer), gr.update(choices=heads, value=head),
+                gr.update(maximum=max(layers - 1, 1), value=d_layer), gr.update(choices=heads, value=d_head)]
 
     def wire(self) -> None:
         actions = self.actions
