@@ -65,3 +65,32 @@ def test_unavailable_model_falls_back_to_the_embedded_one(output_dir):
             proc.terminate()
             proc.wait(timeout=30)
     assert ref.group(1) in (output_dir / "fallback-server.log").read_text()
+
+
+def test_zerogpu_durations_follow_the_request(monkeypatch):
+    """On ZeroGPU every GPU function gets a duration from its own arguments (the default 60 s
+    would kill a long run, the lab or the evaluation)."""
+    import types
+    from ui import gpu
+    granted = []
+
+    def GPU(fn=None, duration=None):
+        if fn is not None:                            # used bare: the 60 s default
+            granted.append(None)
+            return fn
+
+        def wrap(f):
+            def call(*args, **kwargs):
+                granted.append(duration(*args, **kwargs) if callable(duration) else duration)
+                return f(*args, **kwargs)
+            return call
+        return wrap
+    monkeypatch.setattr(gpu, "spaces", types.SimpleNamespace(GPU=GPU))
+
+    def run(prompt, max_new_tokens, *rest):
+        return prompt
+    assert gpu.on_gpu(run, gpu.for_tokens(1))("hi", 1000) == "hi"
+    assert gpu.on_gpu(run, gpu.for_tokens((1, 2)))("hi", 256, 64)
+    assert gpu.on_gpu(run, 600)("hi", 1)
+    assert granted == [gpu.BASE_SECONDS + 250, gpu.BASE_SECONDS + 80, 600]
+    assert gpu.for_tokens(1)("hi", "not a number") > 60             # unknown: assume a long run

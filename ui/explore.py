@@ -13,7 +13,7 @@ from viz import html
 from . import lab_tab, reasoning_tab
 from .api_inputs import ApiFlag, ApiNumber, ApiText, api_inputs
 from .actions import Actions
-from .gpu import on_gpu
+from .gpu import for_tokens, on_gpu
 from .i18n import ASSETS, t, text
 from .runs import ENGINE_CONCURRENCY
 from .views import (AVERAGE, clamp, decode_view, head_choices, kv_view, least_sure_step, prefill_view,
@@ -172,7 +172,7 @@ class Explore:
         actions = self.actions
         settings_in = [self.max_new, self.temperature, self.top_k, self.top_p, self.seed, self.attention_on,
                        self.lens_on, self.template_on]
-        run = gr.on([self.run_btn.click, self.prompt.submit], on_gpu(actions.run),
+        run = gr.on([self.run_btn.click, self.prompt.submit], on_gpu(actions.run, for_tokens(1)),
                     inputs=[self.prompt, *settings_in, self.model_id, self.lang],
                     outputs=[self.trace, self.output, self.status, self.prompt_chips], **ENGINE, **PRIVATE)
         run.then(self.render_all, self.render_inputs, self.views, **PRIVATE)
@@ -209,7 +209,7 @@ class Explore:
         for control in (self.s_step, self.s_temperature, self.s_top_k, self.s_top_p, self.s_seed):
             control.input(lambda tr, *a: sampling_view(tr, *a) if tr else [gr.skip()] * 2, sampling_in,
                           [self.playground, self.survivors], **PRIVATE)
-        self.sweep_btn.click(on_gpu(actions.sweep), [self.prompt, self.model_id, self.lang], self.sweep_plot,
+        self.sweep_btn.click(on_gpu(actions.sweep, 120), [self.prompt, self.model_id, self.lang], self.sweep_plot,
                              **ENGINE, **PRIVATE)
 
         # The documented API: prompt + settings in, Trace JSON file out. Every setting has the
@@ -221,5 +221,5 @@ class Explore:
                               top_k=d.top_k, top_p=d.top_p, seed=d.seed),
                   *api_inputs(ApiFlag, attention=d.attention, logit_lens=d.logit_lens,
                               chat_template=d.chat_template)]
-        api_btn.click(on_gpu(actions.api_trace), api_in, gr.File(visible=False),
+        api_btn.click(on_gpu(actions.api_trace, for_tokens(1)), api_in, gr.File(visible=False),
                       api_name="trace", **ENGINE)

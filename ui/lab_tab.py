@@ -88,7 +88,6 @@ class LabActions:
         self.files = KeptFiles("lab", keep=32)
 
     def runner(self, name: str, draw, table):
-        @on_gpu
         def run(results, lang, model_choice, request: gr.Request, progress=gr.Progress()):
             mode = lab_mode(self.engine)
             if mode != "on":               # the buttons are hidden; a crafted call still gets no run
@@ -106,7 +105,7 @@ class LabActions:
             extra = {"model": model_choice} if name == "roofline" else {}
             return (merged, chart_or_notice(draw, merged, lang=lang, **extra), _table(table, merged, lang, **extra),
                     note_md(merged, name, lang), self.files.write_json(merged))
-        return run
+        return on_gpu(run, duration=600)           # an experiment takes minutes
 
     def stop(self, request: gr.Request):
         self.flags.stop_tab(request)

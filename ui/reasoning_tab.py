@@ -17,7 +17,7 @@ from viz import reasoning as rviz
 from viz.notice import notice_chart
 
 from .api_inputs import ApiNumber, ApiText, api_inputs
-from .gpu import on_gpu
+from .gpu import for_tokens, on_gpu
 from .i18n import t, text
 from .runs import API_SLOTS, BUSY, ENGINE_CONCURRENCY, KeptFiles, RunRefused, StopFlags, TraceFiles
 
@@ -134,10 +134,10 @@ def build(engine, lang) -> None:
     eval_file = gr.File(label=t("export_json"), interactive=False,
                         value=str(RECORDED) if recorded else None)
 
-    gr.on([run.click, prompt.submit], on_gpu(tab.stream_both), [prompt, budget, answer_tokens, lang],
+    gr.on([run.click, prompt.submit], on_gpu(tab.stream_both, for_tokens((1, 2))), [prompt, budget, answer_tokens, lang],
                       [normal_html, reasoning_html, table, timeline], concurrency_limit=ENGINE_CONCURRENCY,
                       concurrency_id="engine", api_visibility="private")
-    eval_btn.click(on_gpu(tab.run_eval), [budgets, limit, lang], [shown, eval_plot, eval_table, eval_file],
+    eval_btn.click(on_gpu(tab.run_eval, 900), [budgets, limit, lang], [shown, eval_plot, eval_table, eval_file],
                                 concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine", api_visibility="private")
     stop.click(tab.stop, None, None, queue=False, api_visibility="private")
     # the page's language became known or changed: the evaluation's chart and table follow it
@@ -145,6 +145,6 @@ def build(engine, lang) -> None:
                 api_visibility="private")
 
     api_btn = gr.Button(visible=False)
-    api_btn.click(on_gpu(tab.api_compare), [*api_inputs(ApiText, "prompt"), *api_inputs(ApiNumber, thinking_budget=64, answer_tokens=48)],
+    api_btn.click(on_gpu(tab.api_compare, for_tokens((1, 2))), [*api_inputs(ApiText, "prompt"), *api_inputs(ApiNumber, thinking_budget=64, answer_tokens=48)],
                   [gr.File(visible=False), gr.File(visible=False)], api_name="compare",
                   concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine")

@@ -142,7 +142,7 @@ def build(engine, actions, lang, present) -> list:
     gr.HTML("", js_on_load=KEYS_JS, visible=True, elem_id="wt-keys")
 
     wt.outputs = len(outputs)
-    run_live.click(on_gpu(wt.run_live), [lang, present], [live, *outputs], concurrency_id="engine",
+    run_live.click(on_gpu(wt.run_live, 120), [lang, present], [live, *outputs], concurrency_id="engine",
                    concurrency_limit=ENGINE_CONCURRENCY, api_visibility="private")
     use_recording.click(lambda lg, pr: [None, *wt.views(None, lg, pr)], [lang, present], [live, *outputs],
                         api_visibility="private")
