@@ -14,8 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.packed import PackedRows
-from engine.trace import Attention, PromptToken, Trace
+from engine.trace import Trace
 from viz import chips, fmt, frames
 from viz.labels import LABELS, LANGS, label
 
@@ -50,23 +49,10 @@ def hostile(trace: Trace) -> Trace:
 
 
 def long_prompt_trace(n: int = 256, seed: int = 0) -> Trace:
-    """The zh trace with a long synthetic prompt whose first n tokens have random causal maps."""
-    t = load("trace_zh.json")
-    words = [" the", " cat", "\n", "量", " sat"]
-    total = n + 20  # longer than the mapped part, as when the engine caps the maps
-    t.prompt.tokens = [PromptToken(id=i, text=words[i % 5], bytes_hex="20", start=i, end=i + 1,
-                                   fragment=False, special=False) for i in range(total)]
-    t.prompt.templated = "x" * total
-    rng = np.random.default_rng(seed)
-    heads = t.model.heads
-    logits = rng.normal(size=(heads, n, n)) * 3
-    logits[:, :, 0] += 4  # an attention sink on the first token, as real models have
-    logits = np.where(np.tril(np.ones((n, n), bool)), logits, -np.inf)
-    maps = np.exp(logits - logits.max(-1, keepdims=True))
-    maps /= maps.sum(-1, keepdims=True)
-    packed = PackedRows.pack(maps)
-    t.attention = Attention(prefill_tokens=n, prefill_capped=True, prefill=[packed] * 2, steps=[])
-    return t
+    """The zh trace with a long synthetic prompt whose first n tokens have random causal maps
+    (the same builder `python -m viz.bench` times)."""
+    from viz.bench import long_prompt
+    return long_prompt(load("trace_zh.json"), n, seed)
 
 
 def playground_rows(trace: Trace, step: int, temperature: float, top_k: int, top_p: float) -> list[dict]:
