@@ -27,6 +27,21 @@ from .tokens import TokenBytes, printable
 from .trace import LensGuess, Settings
 
 
+@contextmanager
+def switched_kernel(model, name: str | None):
+    """Run `model` with the attention implementation `name` ("eager", "sdpa", ...; None: as it is),
+    then put back the one it had. It mutates the model (a switch walks every layer): on the shared
+    model, only under the engine's lock."""
+    before = model.config._attn_implementation
+    if name is not None and name != before:
+        model.set_attn_implementation(name)
+    try:
+        yield
+    finally:
+        if model.config._attn_implementation != before:
+            model.set_attn_implementation(before)
+
+
 class Engine:
     def __init__(self, loaded: LoadedModel, limits: Limits | None = None):
         self.model = loaded.model
@@ -121,19 +136,6 @@ class Engine:
         return self.tokenizer(text, add_special_tokens=not templated)["input_ids"]
 
     # --- model passes -------------------------------------------------------------------------
-    @contextmanager
-    def attention_implementation(self, name: str | None):
-        """Switch the shared model's attention kernel for the duration of one pass (lock held)."""
-        before = self.model.config._attn_implementation
-        switch = name is not None and name != before
-        if switch:
-            self.model.set_attn_implementation(name)
-        try:
-            yield
-        finally:
-            if switch:
-                self.model.set_attn_implementation(before)
-
     def forward(self, input_ids: torch.Tensor, cache, capture: Capture) -> Pass:
         """One pass: the last position's logits ([vocab], float32) and where its time went.
 
@@ -146,7 +148,7 @@ class Engine:
             waited = now_ms() - asked                  # another run's pass, or the lab's timing
             eager = capture.attention and self.capture_via == "eager-hooks"
             extra = {attention.KWARG: capture} if capture.attention and not eager else {}
-            with self.attention_implementation("eager" if eager else None), \
+            with switched_kernel(self.model, "eager" if eager else None), \
                     hooked(self.model, capture, eager_attention=eager):
                 start = now_ms(self.device)
                 out = self.model(input_ids=input_ids.to(self.device), cache=cache,

@@ -16,7 +16,6 @@ import gc
 import statistics
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -24,6 +23,7 @@ import torch
 from transformers import DynamicCache
 
 from ..clock import now_ms
+from ..core import switched_kernel
 
 
 class Stopped(Exception):
@@ -68,19 +68,8 @@ def timed_ms(fn: Callable[[], object], device: torch.device | str) -> tuple[floa
     return now_ms(device) - start, out
 
 
-@contextmanager
-def attention(model, name: str):
-    """Run `model` with the attention implementation `name` ("eager", "sdpa", ...), then put back the
-    one it had. It mutates the model, so with the engine's shared model call it inside
-    engine.exclusive(), and outside the timed region (a switch walks every layer)."""
-    before = model.config._attn_implementation
-    if name != before:
-        model.set_attn_implementation(name)
-    try:
-        yield
-    finally:
-        if model.config._attn_implementation != before:
-            model.set_attn_implementation(before)
+# Kernel switches for the lab's arms (outside the timed region, inside engine.exclusive()).
+attention = switched_kernel
 
 
 def greedy_timing(model, ids: list[int], new_tokens: int, use_cache: bool = True) -> dict:
