@@ -143,9 +143,9 @@ class Engine:
         sequence when `cache` is None and nothing is reused).
         """
         assert input_ids.dim() == 2 and input_ids.shape[0] == 1, input_ids.shape
-        asked = now_ms()
+        # time spent waiting here for the lock (another run's pass, the lab) is not measured apart:
+        # the run counts it in the step's wait_ms, the rest of its wall time once model and watching are out
         with self.lock, torch.inference_mode():
-            waited = now_ms() - asked                  # another run's pass, or the lab's timing
             eager = capture.attention and self.capture_via == "eager-hooks"
             extra = {attention.KWARG: capture} if capture.attention and not eager else {}
             with switched_kernel(self.model, "eager" if eager else None), \
@@ -159,7 +159,7 @@ class Engine:
                 if capture.pending:                     # decode rows scored in one batch, after the pass
                     attention.finish(capture)
                     capture.inside_ms += now_ms(self.device) - start - ms
-        return Pass(logits=logits, ms=ms - inside, capture_ms=capture.inside_ms, waited_ms=waited)
+        return Pass(logits=logits, ms=ms - inside, capture_ms=capture.inside_ms)
 
     def lens(self, capture: Capture, final_logits: torch.Tensor) -> list[LensGuess]:
         """Logit lens: the token each layer's output would give if it were the last layer.
@@ -194,5 +194,4 @@ class Pass:
     """One forward pass: its logits and where its wall time went."""
     logits: torch.Tensor       # [vocab] float32, the last position
     ms: float                  # the model's own work (the capture inside the pass taken out)
-    capture_ms: float          # attention capture done inside the pass
-    waited_ms: float           # waiting for the engine's lock before the pass could start
+    capture_ms: float          # attention capture done inside and right after the pass
