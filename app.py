@@ -8,7 +8,6 @@ Hosts choose the models with TBT_MODELS (see README); visitors pick among those.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import os
 from pathlib import Path
@@ -19,6 +18,7 @@ from engine.request import Limits
 from engine.trace import ModelInfo
 from ui import walkthrough
 from ui.actions import Actions
+from ui.api import Api
 from ui.explore import Explore
 from ui.i18n import I18N, LANG_SYNC_JS, lang_of, t, text
 from ui.models import Models, allowed_from_env
@@ -41,13 +41,6 @@ def caps_md(limits: Limits, lang: str) -> str:
     return text("caps", lang).format(
         chars=f"{limits.max_prompt_chars:,}", tokens=f"{limits.max_prompt_tokens:,}", new=f"{limits.max_new_tokens:,}",
         mb=f"{limits.max_upload_bytes / 1e6:.0f}", lab=f"{limits.lab_max_prompt_tokens:,}", seconds=limits.lab_seconds)
-
-
-def server_status(models: Models) -> dict:
-    """For hosts' health checks and for tests: runs in progress, the models offered, the caps."""
-    return {"active_runs": sum(e.active_runs for e in models.engines.values()),
-            "models": models.allowed, "default": models.default, "loaded": list(models.engines),
-            "limits": dataclasses.asdict(models.engine.limits)}
 
 
 def build(models: Models) -> gr.Blocks:
@@ -86,11 +79,7 @@ def build(models: Models) -> gr.Blocks:
         presenter.input(lambda on: on, presenter, present, js=PRESENTER_JS, api_visibility="private").then(
             wt.views, [live, lang, present], wt_outputs, api_visibility="private")
 
-        # documented API besides /trace and /compare: the server's state, and reading a trace file
-        hidden = gr.Button(visible=False)
-        hidden.click(lambda: server_status(models), None, gr.JSON(visible=False), api_name="status", queue=False)
-        hidden.click(actions.api_read_trace, gr.File(visible=False, type="filepath"), gr.Textbox(visible=False),
-                     api_name="read_trace")
+        Api(models).declare()        # /trace, /compare, /read_trace, /status (ui/api.py)
     return demo
 
 

@@ -55,6 +55,8 @@ REJECTED = {
     "text for a number": ("Hello", {"seed": "many"}, "seed must be a number"),
     "text for a flag": ("Hello", {"attention": "yes"}, "attention must be true or false"),
     "number for the prompt": (12345, {}, "prompt must be text"),
+    "a model the host does not offer": ("Hello", {"model": "gpt2"}, "'gpt2' is not one of the models"),
+    "a number for the model": ("Hello", {"model": 7}, "model must be text"),
 }
 
 
@@ -106,11 +108,11 @@ def raw_call(app_url: str, api: str, body: str) -> tuple[str, str]:
 
 
 RAW = {
-    "NaN temperature": ('["Hello", 4, NaN, 0, 1.0, 0, false, false, true]', "temperature must be a finite number"),
-    "Infinity top_p": ('["Hello", 4, 0.0, 0, Infinity, 0, false, false, true]', "top_p must be a finite number"),
-    "NaN seed": ('["Hello", 4, 0.0, 0, 1.0, NaN, false, false, true]', "seed must be a finite number"),
-    "-Infinity seed": ('["Hello", 4, 0.0, 0, 1.0, -Infinity, false, false, true]', "seed must be a finite number"),
-    "null for every setting": ('["Hello", null, null, null, null, null, null, null, null]', "must be true or false"),
+    "NaN temperature": ('["Hello", 4, NaN, 0, 1.0, 0, false, false, true, ""]', "temperature must be a finite number"),
+    "Infinity top_p": ('["Hello", 4, 0.0, 0, Infinity, 0, false, false, true, ""]', "top_p must be a finite number"),
+    "NaN seed": ('["Hello", 4, 0.0, 0, 1.0, NaN, false, false, true, ""]', "seed must be a finite number"),
+    "-Infinity seed": ('["Hello", 4, 0.0, 0, 1.0, -Infinity, false, false, true, ""]', "seed must be a finite number"),
+    "null for every setting": ('["Hello", null, null, null, null, null, null, null, null, ""]', "max_new_tokens must be a number"),
 }
 
 
@@ -122,7 +124,7 @@ def test_raw_json_the_client_would_not_send(client, app_url, data, message):
 
 
 def test_lone_surrogate_in_raw_json_runs_with_a_replacement_character(client, app_url):
-    body = '{"data": ["broken \\ud800 pair", 4, 0.0, 0, 1.0, 0, false, false, true]}'
+    body = '{"data": ["broken \\ud800 pair", 4, 0.0, 0, 1.0, 0, false, false, true, ""]}'
     event, answer = raw_call(app_url, "trace", body)
     assert event == "complete", answer
     path = json.loads(answer)[0]["path"]

@@ -1,4 +1,4 @@
-"""What the page's buttons do: run (streaming), stop, load a trace, the /trace API, the TTFT sweep.
+"""What the page's buttons do: run (streaming), stop, load a trace, the TTFT sweep.
 
 Module-level objects are shared by every visitor; everything about one run lives in its own
 generator and in the visitor's gr.State, so visitors never see each other's tokens or charts.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 import gradio as gr
 
@@ -26,7 +25,8 @@ from viz.notice import embedding_strip, notice_chart
 
 from .i18n import text
 from .models import Models
-from .runs import API_SLOTS, BUSY, RunRefused, StopFlags, TraceFiles
+from .runs import StopFlags, TraceFiles
+from .uploads import read_upload
 from .views import clamp
 
 STREAM_INTERVAL_S = 0.1
@@ -161,54 +161,10 @@ class Actions:
         return (embedding_strip(vector, title),
                 html.neighbors_html({"id": token.id, "text": token.text}, neighbors, lang=lang))
 
-    # --- load / API / sweep -------------------------------------------------------------------
+    # --- load / sweep ---------------------------------------------------------------------------
     def load(self, path: str | None) -> Trace:
         """A visitor's trace file, read as data only; every failure says what is wrong with it."""
-        if not path:
-            raise gr.Error("choose a trace JSON file to load")
-        cap = self.engine.limits.max_upload_bytes
-        try:
-            size = Path(path).stat().st_size
-        except OSError:
-            raise gr.Error("the uploaded file could not be read; upload it again") from None
-        if size > cap:
-            raise gr.Error(f"that file is {size / 1e6:.0f} MB; traces up to {cap / 1e6:.0f} MB can be loaded")
-        try:
-            return Trace.from_json(Path(path).read_bytes(), max_bytes=cap).validate(self.engine.limits)
-        except EngineError as exc:
-            raise gr.Error(f"this file is not a usable trace: {exc}") from None
-
-    def api_read_trace(self, path: str | None) -> str:
-        """Read a trace JSON file exactly as the page's upload does; returns what it holds, in one line."""
-        trace = self.load(path)
-        s = trace.summary
-        speed = (f"TTFT {s.ttft_ms:.0f} ms, TPOT {s.tpot_ms:.1f} ms, stop: {s.stop_reason}" if s else "unfinished")
-        return (f"{trace.model.id} · {len(trace.prompt.tokens)} prompt tokens · {len(trace.steps)} new tokens · "
-                f"{speed}")
-
-    def api_trace(self, prompt: str, max_new_tokens: float, temperature: float, top_k: float,
-                  top_p: float, seed: float, attention: bool, logit_lens: bool, chat_template: bool,
-                  request: gr.Request = None):
-        """Run one prompt to the end and return its Trace as a JSON file.
-
-        A generator that yields nothing new after each step: when the caller disconnects or
-        cancels, Gradio closes it at the next yield, and the run stops there instead of finishing
-        for nobody."""
-        settings = make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
-                                 chat_template)
-        try:
-            with API_SLOTS.hold(request, BUSY):
-                events = stream_trace(self.engine, prompt, settings)
-                try:
-                    for event in events:
-                        trace = event.trace
-                        if event.kind != "done":
-                            yield gr.skip()
-                finally:
-                    events.close()
-        except (EngineError, RunRefused) as exc:
-            raise gr.Error(str(exc)) from None
-        yield self.files.write(trace)
+        return read_upload(path, self.engine.limits)
 
     def sweep(self, prompt, model_id, lang, progress=gr.Progress()):
         text = prompt if isinstance(prompt, str) and prompt.strip() else "Hello, world! " * 4

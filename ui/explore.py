@@ -7,11 +7,9 @@ import json
 import gradio as gr
 
 from engine.request import APP_DEFAULTS
-from engine.trace import Settings
 from viz import html
 
 from . import lab_tab, reasoning_tab
-from .api_inputs import ApiFlag, ApiNumber, ApiText, api_inputs
 from .actions import Actions
 from .gpu import for_tokens, on_gpu
 from .i18n import ASSETS, t, text
@@ -211,15 +209,3 @@ class Explore:
                           [self.playground, self.survivors], **PRIVATE)
         self.sweep_btn.click(on_gpu(actions.sweep, 120), [self.prompt, self.model_id, self.lang], self.sweep_plot,
                              **ENGINE, **PRIVATE)
-
-        # The documented API: prompt + settings in, Trace JSON file out. Every setting has the
-        # engine's default, so `client.predict(prompt="...", api_name="/trace")` is enough.
-        api_btn = gr.Button(visible=False)
-        d = Settings()
-        api_in = [*api_inputs(ApiText, "prompt"),
-                  *api_inputs(ApiNumber, max_new_tokens=d.max_new_tokens, temperature=d.temperature,
-                              top_k=d.top_k, top_p=d.top_p, seed=d.seed),
-                  *api_inputs(ApiFlag, attention=d.attention, logit_lens=d.logit_lens,
-                              chat_template=d.chat_template)]
-        api_btn.click(on_gpu(actions.api_trace, for_tokens(1)), api_in, gr.File(visible=False),
-                      api_name="trace", **ENGINE)

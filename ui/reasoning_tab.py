@@ -4,7 +4,6 @@ against thinking budget on the built-in questions."""
 from __future__ import annotations
 
 import json
-import math
 import time
 from pathlib import Path
 
@@ -16,10 +15,9 @@ from engine.evaluation import QUESTIONS, evaluate
 from viz import reasoning as rviz
 from viz.notice import notice_chart
 
-from .api_inputs import ApiNumber, ApiText, api_inputs
 from .gpu import for_tokens, on_gpu
 from .i18n import t, text
-from .runs import API_SLOTS, BUSY, ENGINE_CONCURRENCY, KeptFiles, RunRefused, StopFlags, TraceFiles
+from .runs import ENGINE_CONCURRENCY, KeptFiles, StopFlags
 
 RECORDED = Path(__file__).resolve().parent.parent / "assets" / "eval" / "smollm2-cpu.json"
 EXAMPLES = [["What is 17 + 25?"], ["Tom has 5 apples and buys 7 more. How many apples does he have now?"],
@@ -28,18 +26,10 @@ BUDGETS = [0, 16, 32, 64, 128, 256]
 STREAM_INTERVAL_S = 0.15
 
 
-def whole(name: str, value, least: int) -> int:
-    """An API argument that must be a whole number; the engine checks the upper caps."""
-    if value is None or not math.isfinite(value) or value != int(value) or value < least:
-        raise gr.Error(f"{name} must be a whole number of at least {least}, got {value!r}")
-    return int(value)
-
-
 class ReasoningTab:
     def __init__(self, engine):
         self.engine = engine
         self.flags = StopFlags()
-        self.files = TraceFiles()
         self.exports = KeptFiles("eval", keep=32)
 
     def stream_both(self, prompt, budget, answer_tokens, lang, request: gr.Request):
@@ -56,19 +46,6 @@ class ReasoningTab:
                            gr.Plot(chart, visible=True) if finished else gr.skip())
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
-
-    def api_compare(self, prompt: str, thinking_budget: float, answer_tokens: float, request: gr.Request = None):
-        """Both runs to the end; returns the normal and the reasoning Trace as JSON files. Yields
-        after each round, so a caller that goes away stops both runs (see Actions.api_trace)."""
-        thinking_budget, answer_tokens = whole("thinking_budget", thinking_budget, 0), whole("answer_tokens", answer_tokens, 1)
-        try:
-            with API_SLOTS.hold(request, BUSY):
-                for normal, reasoning, finished in interleave(self.engine, prompt, thinking_budget, answer_tokens):
-                    if not finished:
-                        yield gr.skip(), gr.skip()
-        except (EngineError, RunRefused) as exc:
-            raise gr.Error(str(exc)) from None
-        yield self.files.write(normal), self.files.write(reasoning)
 
     def run_eval(self, budgets, limit, lang, request: gr.Request, progress=gr.Progress()):
         if not budgets:
@@ -143,8 +120,3 @@ def build(engine, lang) -> None:
     # the page's language became known or changed: the evaluation's chart and table follow it
     lang.change(ReasoningTab.eval_views, [shown, lang], [eval_plot, eval_table], queue=False,
                 api_visibility="private")
-
-    api_btn = gr.Button(visible=False)
-    api_btn.click(on_gpu(tab.api_compare, for_tokens((1, 2))), [*api_inputs(ApiText, "prompt"), *api_inputs(ApiNumber, thinking_budget=64, answer_tokens=48)],
-                  [gr.File(visible=False), gr.File(visible=False)], api_name="compare",
-                  concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine")

@@ -1,0 +1,143 @@
+"""The documented API, declared with `gr.api`: typed functions whose signatures are the endpoints.
+
+    /trace       a prompt (and settings) in, the Trace JSON file out
+    /compare     one question in normal and reasoning mode, both Trace files out
+    /read_trace  a trace file in, a one-line summary out (read as the page's upload reads it)
+    /status      runs in progress, the models offered, the caps
+
+Every setting defaults to the engine's own default (`Settings()`), so
+`client.predict(prompt="...", api_name="/trace")` is enough. `model` picks one of the host's
+allowed models ("" is the host's default). Arguments arrive as the caller sent them (gr.api does
+no conversion), so each is checked here and a wrong one is answered with a message that names it.
+
+/trace and /compare are generators that yield after every step: when the caller disconnects or
+cancels, Gradio closes the generator at its next yield and the run stops there. One client (its
+session, and its address where the host's proxy forwards one) holds at most one run at a time.
+"""
+
+import dataclasses
+import math
+from collections.abc import Iterator
+
+import gradio as gr
+from gradio import FileData
+
+from engine import EngineError, stream_trace
+from engine.side_by_side import interleave
+from engine.trace import Settings, Trace
+
+from .gpu import for_tokens, on_gpu
+from .models import Models
+from .runs import API_SLOTS, BUSY, ENGINE_CONCURRENCY, RunRefused, TraceFiles
+from .uploads import read_upload
+
+D = Settings()
+ENGINE = {"concurrency_limit": ENGINE_CONCURRENCY, "concurrency_id": "engine"}
+
+
+def text_arg(name: str, value) -> str:
+    if not isinstance(value, str):
+        raise gr.Error(f"{name} must be text, got {type(value).__name__}")
+    return value
+
+
+def flag_arg(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise gr.Error(f"{name} must be true or false, got {str(value)[:40]!r}")
+    return value
+
+
+def number_arg(name: str, value, whole: bool = False) -> float | int:
+    """A JSON number (not true/false, not NaN or infinity); `whole` ones may be sent as 48.0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise gr.Error(f"{name} must be a number, got {str(value)[:40]!r}")
+    if not math.isfinite(value):
+        raise gr.Error(f"{name} must be a finite number")
+    if whole:
+        if value != int(value):
+            raise gr.Error(f"{name} must be a whole number, got {value!r}")
+        return int(value)
+    return float(value)
+
+
+def as_file(path: str) -> dict:
+    """A FileData as a dict: Gradio finds files to serve inside lists only in this form."""
+    return FileData(path=path, orig_name=path.rsplit("/", 1)[-1], mime_type="application/json").model_dump()
+
+
+class Api:
+    def __init__(self, models: Models):
+        self.models = models
+        self.files = TraceFiles()
+
+    def engine(self, model: str):
+        return self.models.get(text_arg("model", model) or None)
+
+    def trace(self, prompt: str, max_new_tokens: int = D.max_new_tokens, temperature: float = D.temperature,
+              top_k: int = D.top_k, top_p: float = D.top_p, seed: int = D.seed, attention: bool = D.attention,
+              logit_lens: bool = D.logit_lens, chat_template: bool = D.chat_template, model: str = "",
+              request: gr.Request = None) -> Iterator[FileData | None]:
+        """Run one prompt to the end and return its Trace as a JSON file (read it with
+        engine.Trace.from_json). Yields nothing (None) after each step until the last."""
+        settings = Settings(
+            max_new_tokens=number_arg("max_new_tokens", max_new_tokens, whole=True),
+            temperature=number_arg("temperature", temperature), top_k=number_arg("top_k", top_k, whole=True),
+            top_p=number_arg("top_p", top_p), seed=number_arg("seed", seed, whole=True),
+            attention=flag_arg("attention", attention), logit_lens=flag_arg("logit_lens", logit_lens),
+            chat_template=flag_arg("chat_template", chat_template))
+        prompt = text_arg("prompt", prompt)
+        try:
+            with API_SLOTS.hold(request, BUSY):
+                events = stream_trace(self.engine(model), prompt, settings)
+                try:
+                    for event in events:
+                        trace = event.trace
+                        if event.kind != "done":
+                            yield None
+                finally:
+                    events.close()
+        except (EngineError, RunRefused) as exc:
+            raise gr.Error(str(exc)) from None
+        yield as_file(self.files.write(trace))
+
+    def compare(self, prompt: str, thinking_budget: int = 64, answer_tokens: int = 48, model: str = "",
+                request: gr.Request = None) -> Iterator[list[FileData] | None]:
+        """One question in normal and reasoning mode, the two runs taking turns; returns
+        [normal, reasoning] Trace JSON files. Each trace's times are its own mode's."""
+        prompt = text_arg("prompt", prompt)
+        budget, answer = number_arg("thinking_budget", thinking_budget, True), number_arg("answer_tokens", answer_tokens, True)
+        if budget < 0:
+            raise gr.Error(f"thinking_budget must be a whole number of at least 0, got {thinking_budget!r}")
+        if answer < 1:
+            raise gr.Error(f"answer_tokens must be a whole number of at least 1, got {answer_tokens!r}")
+        try:
+            with API_SLOTS.hold(request, BUSY):
+                for normal, reasoning, finished in interleave(self.engine(model), prompt, budget, answer):
+                    if not finished:
+                        yield None
+        except (EngineError, RunRefused) as exc:
+            raise gr.Error(str(exc)) from None
+        yield [as_file(self.files.write(normal)), as_file(self.files.write(reasoning))]
+
+    def read_trace(self, file: FileData) -> str:
+        """Read a trace JSON file exactly as the page's upload does; returns what it holds, in one line."""
+        path = file.get("path") if isinstance(file, dict) else getattr(file, "path", None)
+        trace: Trace = read_upload(path, self.models.engine.limits)
+        s = trace.summary
+        speed = (f"TTFT {s.ttft_ms:.0f} ms, TPOT {s.tpot_ms:.1f} ms, stop: {s.stop_reason}" if s else "unfinished")
+        return (f"{trace.model.id} · {len(trace.prompt.tokens)} prompt tokens · {len(trace.steps)} new tokens · "
+                f"{speed}")
+
+    def status(self) -> dict:
+        """For hosts' health checks and for tests: runs in progress, the models offered, the caps."""
+        models = self.models
+        return {"active_runs": sum(e.active_runs for e in list(models.engines.values())),
+                "models": models.allowed, "default": models.default, "loaded": list(models.engines),
+                "limits": dataclasses.asdict(models.engine.limits)}
+
+    def declare(self) -> None:
+        """The endpoints, inside the page's gr.Blocks."""
+        gr.api(on_gpu(self.trace, for_tokens(1)), api_name="trace", **ENGINE)
+        gr.api(on_gpu(self.compare, for_tokens((1, 2))), api_name="compare", **ENGINE)
+        gr.api(self.read_trace, api_name="read_trace")
+        gr.api(self.status, api_name="status", queue=False)
