@@ -64,7 +64,7 @@ def build(models: Models) -> gr.Blocks:
             with gr.Tab(t("tab_explore"), id="explore"):
                 explore = Explore(actions, model_id, lang)
             with gr.Tab(t("tab_walkthrough"), id="walkthrough"):
-                wt, live, wt_outputs = walkthrough.build(models.engine, actions, lang, present)
+                wt, live, wt_outputs = walkthrough.build(models, actions, lang, present, model_id)
 
         def on_sync(current_present, evt: gr.EventData):
             """The page's language or ?present=1 became known: redraw in that language."""

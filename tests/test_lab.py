@@ -295,11 +295,29 @@ def test_lab_mode_follows_the_host(engine, monkeypatch):
 
 def test_a_crafted_call_gets_no_run_when_the_lab_is_not_live(engine, monkeypatch):
     import gradio as gr
+    from tests.test_models import OneEngine
     from ui.lab_tab import LabActions
     monkeypatch.setenv("TBT_LAB", "recorded")
-    run = LabActions(engine).runner("kv_cache", None, None)
+    run = LabActions(OneEngine(engine)).runner("kv_cache", None, None)
     with pytest.raises(gr.Error, match="TBT_LAB=recorded"):
-        run({}, "en", None, request=None)
+        run({}, "en", None, "", request=None)
+
+
+def test_the_lab_mode_is_the_visitors_model_s(engine, monkeypatch):
+    """A visitor who chose a hub model gets no live lab run, though the page's default is embedded."""
+    import copy
+    import dataclasses
+    import gradio as gr
+    from tests.test_models import OneEngine
+    from ui.lab_tab import LabActions
+    monkeypatch.delenv("TBT_LAB", raising=False)
+    hub = copy.copy(engine)
+    hub.info = dataclasses.replace(engine.info, source="hub")
+    models = OneEngine(engine, others={"org/hub-model": hub})
+    run = LabActions(models).runner("kv_cache", None, None)
+    with pytest.raises(gr.Error, match="TBT_LAB=recorded"):
+        run({}, "en", None, "org/hub-model", request=None)
+    assert models.asked == ["org/hub-model"]
 
 
 def test_weights_refuse_models_above_the_hosts_size_before_loading_anything(engine, monkeypatch):

@@ -62,3 +62,68 @@ def test_least_recently_used_models_make_room_but_never_the_default_or_a_busy_on
     assert "a" in models.engines and len(models.engines) == 2 and "d" in models.engines
     with pytest.raises(Exception, match="not one of the models"):
         models.get("e")
+
+
+class OneEngine:
+    """A Models stand-in for the UI's classes: every allowed name is served by a real engine
+    (`others` maps names to other engines), and each name a visitor's action asks for is recorded."""
+
+    def __init__(self, engine, others: dict | None = None):
+        self.engine, self.default = engine, engine.info.id
+        self.engines = {engine.info.id: engine, **(others or {})}
+        self.allowed = list(self.engines)
+        self.asked: list[str] = []
+
+    def get(self, model_id):
+        self.asked.append(model_id)
+        return self.engines.get(model_id) or self.engine
+
+    def exclusive(self, reason):
+        return Models.exclusive(self, reason)
+
+
+class LockingEngine(FakeEngine):
+    def __init__(self, model_id):
+        super().__init__(model_id)
+        self.lock, self.held_for = threading.RLock(), None
+
+    def exclusive(self, reason):
+        from engine.core import Engine
+        return Engine.exclusive(self, reason)
+
+
+def test_a_lab_experiment_holds_every_loaded_model(monkeypatch):
+    """While the lab times on one model, a run on another model waits too (it would share the CPU)."""
+    monkeypatch.setattr(models_module, "load_engine", LockingEngine)
+    models = Models(["a", "b"], max_models=2)
+    models.get("b")
+    free = []
+    with models.exclusive("kv_cache"):
+        def try_run():
+            for engine in models.engines.values():
+                got = engine.lock.acquire(timeout=0.05)
+                free.append(got)
+                if got:
+                    engine.lock.release()
+        other = threading.Thread(target=try_run)
+        other.start()
+        other.join()
+        assert {e.held_for for e in models.engines.values()} == {"kv_cache"}
+    assert free == [False, False]
+    assert all(e.held_for is None and e.lock.acquire(timeout=0.05) for e in models.engines.values())
+
+
+def test_every_tab_runs_the_visitors_model(engine):
+    """The reasoning tab, the walkthrough's live run and the evaluation ask for the visitor's model
+    (the dropdown's value), not the host's default."""
+    from ui.actions import Actions
+    from ui.reasoning_tab import ReasoningTab
+    from ui.walkthrough import Walkthrough
+    models = OneEngine(engine)
+    tab = ReasoningTab(models)
+    list(tab.stream_both("What is 2 + 3?", 8, 4, "visitor-model", "en", None))
+    tab.run_eval([0], 1, "eval-model", "en", None, progress=lambda *a, **k: None)
+    walk = Walkthrough(models, Actions(models))
+    walk.outputs = 20
+    next(walk.run_live("en", False, "walkthrough-model", None))
+    assert models.asked == ["visitor-model", "eval-model", "walkthrough-model"]

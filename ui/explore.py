@@ -95,9 +95,9 @@ class Explore:
                 self.sweep_btn = gr.Button(t("sweep"), elem_id="sweep")
                 self.sweep_plot = plot("sweep-plot")
             with gr.Tab(t("tab_lab"), id="lab"):
-                lab_tab.build(actions.engine, lang)
+                lab_tab.build(actions.models, model_id, lang)
             with gr.Tab(t("tab_reasoning"), id="reasoning"):
-                reasoning_tab.build(actions.engine, lang)
+                reasoning_tab.build(actions.models, model_id, lang)
             with gr.Tab(t("tab_sampling"), id="sampling"):
                 with gr.Row():
                     self.s_step = gr.Slider(0, 1, value=0, step=1, label=t("decode_step"))

@@ -82,20 +82,23 @@ def lab_mode(engine: Engine) -> str:
 
 
 class LabActions:
-    def __init__(self, engine: Engine):
-        self.engine = engine
+    def __init__(self, models):
+        self.models = models
         self.flags = StopFlags()
         self.files = KeptFiles("lab", keep=32)
 
     def runner(self, name: str, draw, table):
-        def run(results, lang, model_choice, request: gr.Request, progress=gr.Progress()):
-            mode = lab_mode(self.engine)
-            if mode != "on":               # the buttons are hidden; a crafted call still gets no run
+        def run(results, lang, model_choice, model_id, request: gr.Request, progress=gr.Progress()):
+            engine = self.models.get(model_id)           # the visitor's model
+            mode = lab_mode(engine)
+            if mode != "on":               # hidden buttons, a hub model, or a crafted call: no run
                 raise gr.Error(label(f"lab_mode_{mode}", lang))
             progress(0, desc=label("lab_run", lang))
             try:
-                with self.flags.running(request) as flag:
-                    new = run_lab(self.engine, only=[name], cancel=flag,
+                # every loaded model is held, not only this one: a run on another model would share
+                # the CPU (or GPU) with the clock just the same
+                with self.flags.running(request) as flag, self.models.exclusive(name):
+                    new = run_lab(engine, only=[name], cancel=flag,
                                   progress=lambda f, text: progress(f, desc=text))
             except EngineError as exc:
                 raise gr.Error(label("lab_failed", lang, error=str(exc))) from None
@@ -130,10 +133,12 @@ def section_views(results: dict, name: str, draw, table, lang: str, model: str |
     return chart_or_notice(draw, results, lang=lang, **extra), _table(table, results, lang, **extra), note_md(results, name, lang)
 
 
-def build(engine: Engine, lang: gr.State) -> None:
+def build(models, model_id, lang: gr.State) -> None:
     """The tab's components and events, inside the caller's `with gr.Tab(...)`. The text starts in
-    English and follows the page's language (`lang`) when it changes, charts included."""
-    actions = LabActions(engine)
+    English and follows the page's language (`lang`) when it changes, charts included. Experiments
+    run on the visitor's model (`model_id`); what the page offers follows the host's default."""
+    engine = models.engine
+    actions = LabActions(models)
     results = gr.State({})
     mode = lab_mode(engine)
     live = mode == "on"
@@ -159,7 +164,7 @@ def build(engine: Engine, lang: gr.State) -> None:
         frame = gr.Dataframe(interactive=False, elem_id=f"lab-{short}-table", wrap=True)
         parts[name] = {"explain": explanation, "run": run, "pick": pick, "note": note, "plot": plot,
                        "frame": frame}
-        run.click(actions.runner(name, draw, table), [results, lang, pick or gr.State(None)],
+        run.click(actions.runner(name, draw, table), [results, lang, pick or gr.State(None), model_id],
                   [results, plot, frame, note, export],
                   concurrency_limit=1, concurrency_id="lab", api_visibility="private")
     stop.click(actions.stop, None, None, queue=False, api_visibility="private")

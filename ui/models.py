@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from contextlib import ExitStack, contextmanager
 
 import gradio as gr
 import torch
@@ -94,6 +95,18 @@ class Models:
     @property
     def engine(self) -> Engine:
         return self.engines[self.default]
+
+    @contextmanager
+    def exclusive(self, reason: str):
+        """Hold every loaded engine for a lab experiment: no visitor's run, on any model, shares the
+        machine while it times. (Runs hold one engine's lock per forward pass and never two, so
+        taking them all in one order cannot deadlock.)"""
+        with self._lock:
+            engines = list(self.engines.values())
+        with ExitStack() as stack:
+            for engine in engines:
+                stack.enter_context(engine.exclusive(reason))
+            yield
 
 
 def _env_int(name: str, default: int) -> int:

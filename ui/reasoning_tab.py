@@ -27,16 +27,17 @@ STREAM_INTERVAL_S = 0.15
 
 
 class ReasoningTab:
-    def __init__(self, engine):
-        self.engine = engine
+    def __init__(self, models):
+        self.models = models          # each run uses the visitor's chosen model
         self.flags = StopFlags()
         self.exports = KeptFiles("eval", keep=32)
 
-    def stream_both(self, prompt, budget, answer_tokens, lang, request: gr.Request):
+    def stream_both(self, prompt, budget, answer_tokens, model_id, lang, request: gr.Request):
         shown = 0.0
         try:
             with self.flags.running(request) as flag:
-                for normal, reasoning, finished in interleave(self.engine, prompt, budget, answer_tokens, flag):
+                engine = self.models.get(model_id)
+                for normal, reasoning, finished in interleave(engine, prompt, budget, answer_tokens, flag):
                     if not finished and time.monotonic() - shown < STREAM_INTERVAL_S:
                         continue
                     shown = time.monotonic()
@@ -47,12 +48,12 @@ class ReasoningTab:
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
 
-    def run_eval(self, budgets, limit, lang, request: gr.Request, progress=gr.Progress()):
+    def run_eval(self, budgets, limit, model_id, lang, request: gr.Request, progress=gr.Progress()):
         if not budgets:
             raise gr.Error("choose at least one thinking budget")
         try:
             with self.flags.running(request) as flag:
-                result = evaluate(self.engine, sorted(int(b) for b in budgets), limit=int(limit),
+                result = evaluate(self.models.get(model_id), sorted(int(b) for b in budgets), limit=int(limit),
                                   progress=lambda f, d: progress(f, desc=d), cancel=flag)
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
@@ -75,8 +76,9 @@ def recorded_result() -> dict | None:
         return None
 
 
-def build(engine, lang) -> None:
-    tab = ReasoningTab(engine)
+def build(models, model_id, lang) -> None:
+    """The tab inside the caller's gr.Tab; runs use the visitor's model (`model_id`, a component)."""
+    tab = ReasoningTab(models)
     gr.Markdown(t("r_intro"))
     with gr.Row():
         prompt = gr.Textbox(label=t("prompt"), value=EXAMPLES[0][0], lines=2, scale=3, elem_id="r-prompt")
@@ -111,10 +113,10 @@ def build(engine, lang) -> None:
     eval_file = gr.File(label=t("export_json"), interactive=False,
                         value=str(RECORDED) if recorded else None)
 
-    gr.on([run.click, prompt.submit], on_gpu(tab.stream_both, for_tokens((1, 2))), [prompt, budget, answer_tokens, lang],
+    gr.on([run.click, prompt.submit], on_gpu(tab.stream_both, for_tokens((1, 2))), [prompt, budget, answer_tokens, model_id, lang],
                       [normal_html, reasoning_html, table, timeline], concurrency_limit=ENGINE_CONCURRENCY,
                       concurrency_id="engine", api_visibility="private")
-    eval_btn.click(on_gpu(tab.run_eval, 900), [budgets, limit, lang], [shown, eval_plot, eval_table, eval_file],
+    eval_btn.click(on_gpu(tab.run_eval, 900), [budgets, limit, model_id, lang], [shown, eval_plot, eval_table, eval_file],
                                 concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine", api_visibility="private")
     stop.click(tab.stop, None, None, queue=False, api_visibility="private")
     # the page's language became known or changed: the evaluation's chart and table follow it

@@ -59,8 +59,8 @@ def prompt_of(lang: str) -> str:
 
 
 class Walkthrough:
-    def __init__(self, engine, actions):
-        self.engine, self.actions = engine, actions
+    def __init__(self, models, actions):
+        self.models, self.actions = models, actions
         self.outputs = 0            # how many components `views` fills (set by `build`)
 
     def views(self, live: dict | None, lang: str, present: bool) -> list:
@@ -97,11 +97,13 @@ class Walkthrough:
             raise ValueError(text("wt_no_lab", lang))
         return lab_viz.kv_chart(lab, lang=lang)
 
-    def run_live(self, lang, present, request: gr.Request):
-        """Run the walkthrough prompt now, normal and reasoning side by side, then redraw every step."""
+    def run_live(self, lang, present, model_id, request: gr.Request):
+        """Run the walkthrough prompt now on the visitor's model, normal and reasoning side by side,
+        then redraw every step."""
         prompt = prompt_of(lang)
         try:
-            for normal, reasoning, finished in interleave(self.engine, prompt, 48, 40, attention=True):
+            engine = self.models.get(model_id)
+            for normal, reasoning, finished in interleave(engine, prompt, 48, 40, attention=True):
                 if finished:
                     live = {"normal": normal, "reasoning": reasoning}
                     yield [live, *self.views(live, lang, present)]
@@ -112,9 +114,9 @@ class Walkthrough:
             raise gr.Error(str(exc)) from None
 
 
-def build(engine, actions, lang, present) -> list:
+def build(models, actions, lang, present, model_id) -> list:
     """Lay out the walkthrough inside the current container; returns what `views` fills, in order."""
-    wt = Walkthrough(engine, actions)
+    wt = Walkthrough(models, actions)
     live = gr.State(None)
     with gr.Row():
         source = gr.Markdown(elem_id="wt-source")
@@ -142,7 +144,7 @@ def build(engine, actions, lang, present) -> list:
     gr.HTML("", js_on_load=KEYS_JS, visible=True, elem_id="wt-keys")
 
     wt.outputs = len(outputs)
-    run_live.click(on_gpu(wt.run_live, 120), [lang, present], [live, *outputs], concurrency_id="engine",
+    run_live.click(on_gpu(wt.run_live, 120), [lang, present, model_id], [live, *outputs], concurrency_id="engine",
                    concurrency_limit=ENGINE_CONCURRENCY, api_visibility="private")
     use_recording.click(lambda lg, pr: [None, *wt.views(None, lg, pr)], [lang, present], [live, *outputs],
                         api_visibility="private")
