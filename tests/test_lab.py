@@ -300,7 +300,7 @@ def test_a_crafted_call_gets_no_run_when_the_lab_is_not_live(engine, monkeypatch
     monkeypatch.setenv("TBT_LAB", "recorded")
     run = LabActions(OneEngine(engine)).runner("kv_cache", None, None)
     with pytest.raises(gr.Error, match="TBT_LAB=recorded"):
-        run({}, "en", None, "", request=None)
+        next(run({}, "en", None, "", request=None))
 
 
 def test_the_lab_mode_is_the_visitors_model_s(engine, monkeypatch):
@@ -316,7 +316,7 @@ def test_the_lab_mode_is_the_visitors_model_s(engine, monkeypatch):
     models = OneEngine(engine, others={"org/hub-model": hub})
     run = LabActions(models).runner("kv_cache", None, None)
     with pytest.raises(gr.Error, match="TBT_LAB=recorded"):
-        run({}, "en", None, "org/hub-model", request=None)
+        next(run({}, "en", None, "org/hub-model", request=None))
     assert models.asked == ["org/hub-model"]
 
 

@@ -122,7 +122,7 @@ def test_every_tab_runs_the_visitors_model(engine):
     models = OneEngine(engine)
     tab = ReasoningTab(models)
     list(tab.stream_both("What is 2 + 3?", 8, 4, "visitor-model", "en", None))
-    tab.run_eval([0], 1, "eval-model", "en", None, progress=lambda *a, **k: None)
+    list(tab.run_eval([0], 1, "eval-model", "en", None))
     walk = Walkthrough(models, Actions(models))
     walk.outputs = 20
     next(walk.run_live("en", False, "walkthrough-model", None))

@@ -11,7 +11,7 @@ from viz import html
 
 from . import lab_tab, reasoning_tab
 from .actions import Actions
-from .gpu import for_tokens, on_gpu
+from .gpu import for_tokens, on_gpu, stop_cancels
 from .i18n import ASSETS, t, text
 from .runs import ENGINE_CONCURRENCY
 from .views import (AVERAGE, clamp, decode_view, head_choices, kv_view, least_sure_step, prefill_view,
@@ -49,7 +49,7 @@ class Explore:
                     self.stop_btn = gr.Button(t("stop"), variant="stop", elem_id="stop")
                 with gr.Accordion(t("settings"), open=False):
                     self.max_new = gr.Slider(1, limits.max_new_tokens, value=APP_DEFAULTS.max_new_tokens, step=1,
-                                             label=t("max_new_tokens"))
+                                             label=t("max_new_tokens"), elem_id="max-new")
                     self.temperature = gr.Slider(0, 2, value=0, step=0.05, label=t("temperature_greedy"))
                     self.top_k = gr.Slider(0, 200, value=0, step=1, label=t("top_k_off"))
                     self.top_p = gr.Slider(0.01, 1, value=1, step=0.01, label=t("top_p_off"))
@@ -174,7 +174,7 @@ class Explore:
                     inputs=[self.prompt, *settings_in, self.model_id, self.lang],
                     outputs=[self.trace, self.output, self.status, self.prompt_chips], **ENGINE, **PRIVATE)
         run.then(self.render_all, self.render_inputs, self.views, **PRIVATE)
-        self.stop_btn.click(actions.stop, None, None, queue=False, **PRIVATE)
+        self.stop_btn.click(actions.stop, None, None, queue=False, **PRIVATE, **stop_cancels(run))
         self.upload.upload(actions.load, self.upload, self.trace, **PRIVATE).success(
             self.render_all, self.render_inputs, self.views, **PRIVATE)
 

@@ -1,15 +1,26 @@
 """ZeroGPU support: on a Space with the `spaces` package, GPU work runs inside functions decorated
-with `spaces.GPU`, and the model moves to CUDA only there. Elsewhere the decorator does nothing.
+with `spaces.GPU`. Elsewhere the decorator does nothing.
 
-ZeroGPU grants a function 60 s unless told otherwise, and kills it after that; the lab and the
-evaluation take minutes. `duration` says how long a call may need, from its own arguments."""
+On ZeroGPU (`SPACES_ZERO_GPU` set) such a function runs in a forked worker process:
+- The model is put on "cuda" at start (a plain `.to`, no `device_map`); `spaces` moves it to the
+  real GPU in the worker.
+- A Stop flag or a lock set in the page's process never reaches the worker. What does reach it is
+  the close of the generator: `spaces` tells the worker to close its copy. So on ZeroGPU the Stop
+  buttons also cancel their runs (`stop_cancels`), and every long function is a generator whose
+  stop flag lives in the process doing the work (ui/runs.background).
+- A function gets 60 s unless told otherwise and is killed after that; the lab and the evaluation
+  take minutes. `duration` says how long a call may need, from its own arguments."""
 
 from __future__ import annotations
+
+import os
 
 try:
     import spaces
 except ImportError:       # not on a Hugging Face Space
     spaces = None
+
+ZERO_GPU = spaces is not None and os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "t", "true")
 
 SECONDS_PER_TOKEN = 0.25  # generous for a GPU: a slow step with capture, on a busy shared card
 BASE_SECONDS = 30         # model move to the GPU, prefill, drawing
@@ -37,3 +48,9 @@ def on_gpu(fn, duration=None):
     if spaces is None:
         return fn
     return spaces.GPU(duration=duration)(fn) if duration is not None else spaces.GPU(fn)
+
+
+def stop_cancels(*events) -> dict:
+    """Keyword arguments for a Stop button's click. Elsewhere the Stop flag ends a run gracefully
+    (the trace so far is kept and drawn); on ZeroGPU only cancelling the event reaches the worker."""
+    return {"cancels": list(events)} if ZERO_GPU else {}

@@ -21,8 +21,8 @@ from viz import lab as charts
 from viz.labels import label
 
 from .errors import internal
-from .gpu import on_gpu
-from .runs import KeptFiles, StopFlags
+from .gpu import on_gpu, stop_cancels
+from .runs import KeptFiles, StopFlags, background
 from .views import chart_or_notice
 
 
@@ -88,27 +88,34 @@ class LabActions:
         self.files = KeptFiles("lab", keep=32)
 
     def runner(self, name: str, draw, table):
-        def run(results, lang, model_choice, model_id, request: gr.Request, progress=gr.Progress()):
+        def experiment(results, lang, model_choice, model_id, request: gr.Request):
+            """A generator: its progress shows in the section's note, and closing it (Stop on
+            ZeroGPU) stops the experiment between repeats (ui/runs.background)."""
             engine = self.models.get(model_id)           # the visitor's model
             mode = lab_mode(engine)
             if mode != "on":               # hidden buttons, a hub model, or a crafted call: no run
                 raise gr.Error(label(f"lab_mode_{mode}", lang))
-            progress(0, desc=label("lab_run", lang))
+
+            def shown(fraction: float, text: str) -> tuple:
+                return gr.skip(), gr.skip(), gr.skip(), f"⏳ {fraction:.0%} · {text}", gr.skip()
+            yield shown(0.0, label("lab_run", lang))
             try:
-                # every loaded model is held, not only this one: a run on another model would share
-                # the CPU (or GPU) with the clock just the same
-                with self.flags.running(request) as flag, self.models.exclusive(name):
-                    new = run_lab(engine, only=[name], cancel=flag,
-                                  progress=lambda f, text: progress(f, desc=text))
+                with self.flags.running(request) as flag:
+                    def work(progress):
+                        # every loaded model is held, not only this one: a run on another model
+                        # would share the CPU (or GPU) with the clock just the same
+                        with self.models.exclusive(name):
+                            return run_lab(engine, only=[name], cancel=flag, progress=progress)
+                    new = yield from background(work, flag, shown)
             except EngineError as exc:
                 raise gr.Error(label("lab_failed", lang, error=str(exc))) from None
             except Exception as exc:          # a kernel or a library failed: a reference, details in the log
                 raise gr.Error(label("lab_failed", lang, error=internal(f"lab experiment {name}", exc))) from None
             merged = merge(results, new)
             extra = {"model": model_choice} if name == "roofline" else {}
-            return (merged, chart_or_notice(draw, merged, lang=lang, **extra), _table(table, merged, lang, **extra),
-                    note_md(merged, name, lang), self.files.write_json(merged))
-        return on_gpu(run, duration=600)           # an experiment takes minutes
+            yield (merged, chart_or_notice(draw, merged, lang=lang, **extra), _table(table, merged, lang, **extra),
+                   note_md(merged, name, lang), self.files.write_json(merged))
+        return on_gpu(experiment, duration=600)           # an experiment takes minutes
 
     def stop(self, request: gr.Request):
         self.flags.stop_tab(request)
@@ -152,6 +159,7 @@ def build(models, model_id, lang: gr.State) -> None:
         export = gr.File(label=label("lab_export", "en"), interactive=False, elem_id="lab-export")
     models = roofline_choices(engine)
     parts: dict[str, dict] = {}
+    runs = []
     for name, short, heading, explain, draw, table in SECTIONS:
         explanation = gr.Markdown(explain_md(heading, explain, "en"), elem_id=f"lab-{short}-explain")
         with gr.Row():
@@ -164,10 +172,10 @@ def build(models, model_id, lang: gr.State) -> None:
         frame = gr.Dataframe(interactive=False, elem_id=f"lab-{short}-table", wrap=True)
         parts[name] = {"explain": explanation, "run": run, "pick": pick, "note": note, "plot": plot,
                        "frame": frame}
-        run.click(actions.runner(name, draw, table), [results, lang, pick or gr.State(None), model_id],
-                  [results, plot, frame, note, export],
-                  concurrency_limit=1, concurrency_id="lab", api_visibility="private")
-    stop.click(actions.stop, None, None, queue=False, api_visibility="private")
+        runs.append(run.click(actions.runner(name, draw, table), [results, lang, pick or gr.State(None), model_id],
+                              [results, plot, frame, note, export],
+                              concurrency_limit=1, concurrency_id="lab", api_visibility="private"))
+    stop.click(actions.stop, None, None, queue=False, api_visibility="private", **stop_cancels(*runs))
 
     roof = parts["roofline"]
     # choosing another model redraws the roofline from the results already measured (no model run)

@@ -18,6 +18,7 @@ import torch
 from engine import EMBEDDED, Engine, EngineError
 
 from .errors import internal, reference
+from .gpu import ZERO_GPU
 
 
 def allowed_from_env(cli_model: str | None = None) -> list[str]:
@@ -28,8 +29,10 @@ def allowed_from_env(cli_model: str | None = None) -> list[str]:
 
 
 def load_engine(model_id: str) -> Engine:
-    """Hub and local models spread over the GPUs with accelerate when CUDA is there at start."""
-    device_map = "auto" if model_id != EMBEDDED and torch.cuda.is_available() else None
+    """Hub and local models spread over the GPUs with accelerate when CUDA is there at start; on
+    ZeroGPU the model goes to "cuda" whole, as `spaces` requires (its patched CUDA has no devices
+    for accelerate to spread over before a GPU function runs)."""
+    device_map = "auto" if model_id != EMBEDDED and torch.cuda.is_available() and not ZERO_GPU else None
     return Engine.load(None if model_id == EMBEDDED else model_id, device_map=device_map)
 
 

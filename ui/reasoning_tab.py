@@ -15,9 +15,9 @@ from engine.evaluation import QUESTIONS, evaluate
 from viz import reasoning as rviz
 from viz.notice import notice_chart
 
-from .gpu import for_tokens, on_gpu
+from .gpu import for_tokens, on_gpu, stop_cancels
 from .i18n import t, text
-from .runs import ENGINE_CONCURRENCY, KeptFiles, StopFlags
+from .runs import ENGINE_CONCURRENCY, KeptFiles, StopFlags, background
 
 RECORDED = Path(__file__).resolve().parent.parent / "assets" / "eval" / "smollm2-cpu.json"
 EXAMPLES = [["What is 17 + 25?"], ["Tom has 5 apples and buys 7 more. How many apples does he have now?"],
@@ -48,16 +48,24 @@ class ReasoningTab:
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
 
-    def run_eval(self, budgets, limit, model_id, lang, request: gr.Request, progress=gr.Progress()):
+    def run_eval(self, budgets, limit, model_id, lang, request: gr.Request):
+        """A generator: progress shows under the button, and closing it (Stop on ZeroGPU) stops the
+        evaluation between questions (ui/runs.background)."""
         if not budgets:
             raise gr.Error("choose at least one thinking budget")
+        engine = self.models.get(model_id)
+
+        def shown(fraction: float, what: str) -> tuple:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), f"⏳ {fraction:.0%} · {what}"
+        yield shown(0.0, "")
         try:
             with self.flags.running(request) as flag:
-                result = evaluate(self.models.get(model_id), sorted(int(b) for b in budgets), limit=int(limit),
-                                  progress=lambda f, d: progress(f, desc=d), cancel=flag)
+                result = yield from background(
+                    lambda progress: evaluate(engine, sorted(int(b) for b in budgets), limit=int(limit),
+                                              progress=progress, cancel=flag), flag, shown)
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
-        return (result, *self.eval_views(result, lang), self.exports.write_json(result))
+        yield (result, *self.eval_views(result, lang), self.exports.write_json(result), "")
 
     @staticmethod
     def eval_views(result: dict | None, lang: str):
@@ -105,6 +113,7 @@ def build(models, model_id, lang) -> None:
         budgets = gr.CheckboxGroup(BUDGETS, value=[0, 32, 128], label=t("thinking_budgets"), elem_id="r-budgets")
         limit = gr.Slider(2, len(QUESTIONS), value=len(QUESTIONS), step=1, label=t("questions"))
         eval_btn = gr.Button(t("measure_accuracy"), elem_id="r-eval")
+    eval_note = gr.Markdown(elem_id="r-eval-note")
     recorded = recorded_result()
     shown = gr.State(recorded)          # the evaluation on show: the recording, then this visitor's
     chart, rows = ReasoningTab.eval_views(recorded, "en")
@@ -113,12 +122,13 @@ def build(models, model_id, lang) -> None:
     eval_file = gr.File(label=t("export_json"), interactive=False,
                         value=str(RECORDED) if recorded else None)
 
-    gr.on([run.click, prompt.submit], on_gpu(tab.stream_both, for_tokens((1, 2))), [prompt, budget, answer_tokens, model_id, lang],
-                      [normal_html, reasoning_html, table, timeline], concurrency_limit=ENGINE_CONCURRENCY,
-                      concurrency_id="engine", api_visibility="private")
-    eval_btn.click(on_gpu(tab.run_eval, 900), [budgets, limit, model_id, lang], [shown, eval_plot, eval_table, eval_file],
+    both = gr.on([run.click, prompt.submit], on_gpu(tab.stream_both, for_tokens((1, 2))),
+                 [prompt, budget, answer_tokens, model_id, lang], [normal_html, reasoning_html, table, timeline],
+                 concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine", api_visibility="private")
+    evaluation = eval_btn.click(on_gpu(tab.run_eval, 900), [budgets, limit, model_id, lang],
+                                [shown, eval_plot, eval_table, eval_file, eval_note],
                                 concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine", api_visibility="private")
-    stop.click(tab.stop, None, None, queue=False, api_visibility="private")
+    stop.click(tab.stop, None, None, queue=False, api_visibility="private", **stop_cancels(both, evaluation))
     # the page's language became known or changed: the evaluation's chart and table follow it
     lang.change(ReasoningTab.eval_views, [shown, lang], [eval_plot, eval_table], queue=False,
                 api_visibility="private")

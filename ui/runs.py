@@ -109,6 +109,41 @@ BUSY = ("this client already has a run in progress; one run at a time per client
         "(wait for the previous /trace or /compare call to return)")
 
 
+def background(work, cancel: threading.Event, each, every: float = 0.5):
+    """Run `work(progress)` on a thread of this process; a generator that yields `each(fraction,
+    text)` with the latest progress every `every` seconds and returns work's result.
+
+    Closing it early (a Stop that cancels the event, the only signal that reaches a ZeroGPU worker)
+    sets `cancel`, which lives in this process, and waits for the work to stop between repeats.
+    Locks the work needs are taken inside `work`: Gradio may resume a generator on another thread,
+    and a lock must be released by the thread that took it."""
+    box: dict = {}
+    latest = [0.0, ""]
+
+    def progress(fraction: float, text: str) -> None:
+        latest[:] = [fraction, text]
+
+    def target():
+        try:
+            box["result"] = work(progress)
+        except BaseException as exc:       # re-raised below, in the caller's thread
+            box["error"] = exc
+    thread = threading.Thread(target=target, daemon=True, name="tbt-background")
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(every)
+            if thread.is_alive():
+                yield each(*latest)
+    finally:
+        if thread.is_alive():            # closed early
+            cancel.set()
+            thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
 class KeptFiles:
     """JSON files written for visitors to download; the oldest are deleted beyond `keep`."""
 

@@ -1,0 +1,50 @@
+"""ui/runs.background: long work on a thread of the process that streams its progress, stops when
+its generator is closed, and hands back its result or its exception."""
+
+import threading
+import time
+
+import pytest
+
+from ui.runs import background
+
+
+def counting(cancel: threading.Event, steps: int, each_s: float = 0.02):
+    def work(progress):
+        for i in range(steps):
+            if cancel.is_set():
+                return ("stopped", i)
+            progress(i / steps, f"step {i}")
+            time.sleep(each_s)
+        return ("done", steps)
+    return work
+
+
+def test_progress_then_the_result():
+    cancel = threading.Event()
+    gen = background(counting(cancel, 20), cancel, lambda f, text: (f, text), every=0.05)
+    seen = []
+    try:
+        while True:
+            seen.append(next(gen))
+    except StopIteration as stop:
+        result = stop.value
+    assert result == ("done", 20) and seen and all(text.startswith("step") or text == "" for _, text in seen)
+    assert [f for f, _ in seen] == sorted(f for f, _ in seen)
+
+
+def test_closing_the_generator_stops_the_work_in_this_process():
+    cancel = threading.Event()
+    gen = background(counting(cancel, 10_000), cancel, lambda f, text: text, every=0.02)
+    next(gen)
+    started = time.monotonic()
+    gen.close()                                    # what spaces does in the worker on Stop
+    assert cancel.is_set() and time.monotonic() - started < 1.0
+    assert not any(t.name == "tbt-background" and t.is_alive() for t in threading.enumerate())
+
+
+def test_the_works_exception_reaches_the_caller():
+    def work(progress):
+        raise ValueError("bad budget")
+    with pytest.raises(ValueError, match="bad budget"):
+        list(background(work, threading.Event(), lambda f, t: t))

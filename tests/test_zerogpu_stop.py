@@ -1,0 +1,101 @@
+"""Stop on ZeroGPU, for real on CPU: the app runs with a stand-in `spaces` package
+(tests/fixtures/fake_spaces) that forks a worker per GPU call, as ZeroGPU does. A Stop flag set in
+the page's process never reaches that worker; the Stop buttons cancel their events instead, and
+the worker must close its copy of the run (its log says so) within a few seconds."""
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from gradio_client import Client
+
+from tests.conftest import CHROMIUM_ARGS, ROOT, _free_port
+
+pytestmark = pytest.mark.browser
+
+FAKE_SPACES = Path(__file__).parent / "fixtures" / "fake_spaces"
+
+
+@pytest.fixture(scope="module")
+def zero_app(output_dir):
+    """The app as on a ZeroGPU Space: (url, the worker log)."""
+    port, log_path = _free_port(), output_dir / "fake-spaces-worker.log"
+    log_path.write_text("")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAKE_SPACES), str(ROOT)]), "SPACES_ZERO_GPU": "true",
+           "FAKE_SPACES_LOG": str(log_path)}
+    with open(output_dir / "zerogpu-server.log", "w") as server_log:
+        proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, env=env,
+                                stdout=server_log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}/"
+        try:
+            for _ in range(240):
+                assert proc.poll() is None, "the app exited; see zerogpu-server.log"
+                try:
+                    urllib.request.urlopen(url, timeout=2)
+                    break
+                except OSError:
+                    time.sleep(0.5)
+            yield url, log_path
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def wait_for_line(log: Path, needle: str, timeout_s: float) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = log.read_text(encoding="utf-8")
+        if needle in text:
+            return text
+        time.sleep(0.1)
+    raise AssertionError(f"no {needle!r} in the worker log after {timeout_s} s:\n{log.read_text()}")
+
+
+@pytest.fixture()
+def zero_page(zero_app):
+    from playwright.sync_api import sync_playwright
+    url, _ = zero_app
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url)
+        page.wait_for_selector("#prompt textarea", timeout=60_000)
+        yield page
+        browser.close()
+
+
+def test_stop_closes_the_run_in_the_forked_worker(zero_app, zero_page):
+    url, log = zero_app
+    page = zero_page
+    page.get_by_text("Generation settings", exact=True).click()        # the accordion
+    page.fill("#max-new input[type=number]", "400")
+    page.press("#max-new input[type=number]", "Enter")
+    page.fill("#prompt textarea", "Write a long story about a robot who learns to paint, with many details.")
+    page.click("#run")
+    page.wait_for_selector("#output .tbt-step", timeout=120_000)      # tokens stream from the worker
+    assert "run duration 130" in log.read_text()                       # 30 s + 0.25 s a token asked
+    stopped = time.monotonic()
+    page.click("#stop")
+    text = wait_for_line(log, "run closed by stop", timeout_s=10)
+    print(f"worker closed its run {time.monotonic() - stopped:.2f} s after Stop")
+    assert "run finished" not in text
+    # the server and the next GPU call are fine
+    path = Client(url, verbose=False).predict(prompt="Hi", max_new_tokens=4, api_name="/trace")
+    assert Path(path).exists() and "trace finished" in log.read_text()
+
+
+def test_stop_closes_a_lab_experiment_in_the_forked_worker(zero_app, zero_page):
+    _, log = zero_app
+    page = zero_page
+    page.get_by_role("tab", name="6 · Acceleration lab").click()
+    page.click("#lab-kv-run")
+    page.wait_for_function("() => document.querySelector('#lab-kv-note').innerText.includes('⏳')",
+                           timeout=60_000)                               # progress streams from the worker
+    page.click("#lab-stop")
+    assert "experiment duration 600" in log.read_text()
+    text = wait_for_line(log, "experiment closed by stop", timeout_s=30)
+    assert "experiment finished" not in text
