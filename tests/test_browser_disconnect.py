@@ -41,3 +41,38 @@ def test_closing_the_tab_mid_run_frees_the_engine(browser, app_url):
                           attention=False, logit_lens=False, chat_template=True, api_name="/trace")
     print(f"freed after {freed_s:.2f} s; the next 4-token run took {time.monotonic() - start:.2f} s")
     assert path
+
+
+def test_a_visitor_runs_while_a_script_floods_trace(page, app_url):
+    """A script fires /trace six times; the page's visitor still sees their first token within 10 s."""
+    flood = Client(app_url, verbose=False)
+    jobs = [flood.submit(prompt="Count from one to one thousand.", max_new_tokens=400, api_name="/trace")
+            for _ in range(6)]
+    try:
+        time.sleep(2.0)                                            # the flood is in
+        page.fill("#prompt textarea", "Hello!")
+        started = time.monotonic()
+        page.click("#run")
+        page.wait_for_selector("#output .tbt-step", timeout=10_000)
+        print(f"the visitor's first token after {time.monotonic() - started:.2f} s during the flood")
+    finally:
+        for job in jobs:
+            job.cancel()
+
+
+def test_many_sessions_from_one_forwarded_address_hold_one_slot(app_url):
+    """Behind a proxy that forwards the address (a Space), new sessions from one address do not
+    buy more run slots."""
+    headers = {"x-forwarded-for": "203.0.113.7, 10.0.0.1"}
+    first = Client(app_url, verbose=False, headers=headers)
+    job = first.submit(prompt="Count from one to one thousand.", max_new_tokens=400, api_name="/trace")
+    try:
+        deadline = time.monotonic() + 60
+        while active_runs(first) < 1:
+            assert time.monotonic() < deadline, "the first run never started"
+            time.sleep(0.1)
+        with pytest.raises(Exception, match="one run at a time per client"):
+            Client(app_url, verbose=False, headers=headers).predict(prompt="Hi", max_new_tokens=2,
+                                                                    api_name="/trace")
+    finally:
+        job.cancel()
