@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_bad_inputs import INTERNALS
+from tests.test_trace_validate import HOSTILE
+
 pytestmark = pytest.mark.browser
 
 TABS = [("tokens", "1 · Tokens", ["#embedding"]),
@@ -110,6 +113,23 @@ def test_upload_claiming_40_million_positions_is_refused_and_the_page_still_work
                          str(Path(__file__).parent / "fixtures" / "trace_zh.json"))
     page.wait_for_function("() => document.querySelector('#prompt-chips').innerText.includes('什')",
                            timeout=30_000)
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_every_hostile_file_is_refused_in_the_page(page, app_process, tmp_path, name):
+    """Each hostile file of tests/test_trace_validate.py, uploaded as a visitor would: a message
+    naming what is wrong, no internal text in it, the server's memory not grown by the file."""
+    doc = json.loads((Path(__file__).parent / "fixtures" / "trace_zh.json").read_text(encoding="utf-8"))
+    HOSTILE[name](doc)
+    bad = tmp_path / f"{name}.json"
+    bad.write_text(json.dumps(doc), encoding="utf-8")
+    before = app_process.memory_info().rss
+    page.get_by_role("tab", name="Trace file").click()
+    page.set_input_files("#upload input[type=file]", str(bad))
+    page.wait_for_selector("text=not a usable trace", timeout=20_000)
+    shown = " ".join(page.locator(".toast-body").all_inner_texts())
+    assert "not a usable trace" in shown and not INTERNALS.search(shown), shown
+    assert app_process.memory_info().rss - before < 200_000_000
 
 
 def test_layer_controls_follow_an_uploaded_trace_of_a_smaller_model(page, tmp_path):
