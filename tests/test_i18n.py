@@ -1,10 +1,12 @@
-"""Every word on the page exists in English and Simplified Chinese."""
+"""Every word on the page exists in English and Simplified Chinese, and says each concept with the
+glossary's one term (assets/strings/glossary.json)."""
 
 import re
 
 import pytest
 
 from ui.i18n import I18N, STRINGS, lang_of, t
+from viz import strings
 from viz.labels import LABELS
 
 
@@ -38,3 +40,42 @@ def test_gradio_i18n_holds_every_key_for_browser_locales():
 def test_walkthrough_has_eight_steps_in_both_languages():
     assert all(f"wt_{i}_title" in STRINGS and f"wt_{i}_text" in STRINGS for i in range(8))
     assert "wt_8_title" not in STRINGS
+
+
+GLOSSARY = strings.glossary()
+
+
+@pytest.mark.parametrize("entry", GLOSSARY, ids=[g["en"] for g in GLOSSARY])
+def test_one_term_per_concept(entry):
+    """No text in the catalogue says a glossary concept with a variant the glossary rules out, and
+    the chosen term is used somewhere in each language."""
+    texts = strings.every_text()
+    for lang, variants in entry.get("avoid", {}).items():
+        for variant in variants:
+            found = [name for name, v in texts.items() if variant.lower() in v[lang].lower()]
+            assert not found, f"{variant!r} ({lang}) instead of {entry[lang]!r} in {found}"
+    for lang in ("en", "zh"):
+        assert any(entry[lang].lower() in v[lang].lower() for v in texts.values()), (lang, entry[lang])
+
+
+def test_the_glossary_terms_are_the_ones_the_chapters_use():
+    page = strings.page()
+    assert "逐 token 生成" in page["tab_decode"]["zh"] and "首 token 延迟" in page["wt_4_text"]["zh"]
+    assert "每 token 生成时间" in page["wt_4_text"]["zh"] and "思考模式" in page["reasoning_head"]["zh"]
+
+
+def test_the_ttft_analogy_puts_the_first_wait_before_the_gaps():
+    """TTFT is a wait before anything arrives; TPOT the gap between later arrivals (not a speed
+    after the first arrival, as the old delivery analogy had it)."""
+    en, zh = strings.page()["wt_4_text"]["en"], strings.page()["wt_4_text"]["zh"]
+    assert "first dish" in en and "between each following dish" in en
+    assert "第一道菜上桌" in zh and "每两道菜之间" in zh
+    assert "rider" not in en and "骑手" not in zh
+
+
+def test_no_strings_outside_the_catalogue():
+    """The catalogue is the one place: the old string files are gone."""
+    import pathlib
+    root = pathlib.Path(__file__).resolve().parent.parent
+    assert not (root / "assets" / "i18n.json").exists() and not (root / "assets" / "walkthrough.json").exists()
+    assert not list((root / "viz").glob("labels_*.py"))

@@ -7,26 +7,17 @@ it) and sets <html lang>. Charts and HTML drawn by viz/ are made on the server, 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import gradio as gr
+
+from viz import strings
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 LANGS = ("en", "zh")
 
 
-def load_strings() -> dict[str, dict[str, str]]:
-    """Every key -> {"en": ..., "zh": ...}: assets/i18n.json plus the walkthrough's steps."""
-    strings = json.loads((ASSETS / "i18n.json").read_text(encoding="utf-8"))
-    walkthrough = json.loads((ASSETS / "walkthrough.json").read_text(encoding="utf-8"))
-    for i, step in enumerate(walkthrough["steps"]):
-        strings[f"wt_{i}_title"] = step["title"]
-        strings[f"wt_{i}_text"] = step["text"]
-    return strings
-
-
-STRINGS = load_strings()
+STRINGS = strings.page()     # assets/strings/page.json + walkthrough.json (viz/strings.py)
 I18N = gr.I18n(**{lang: {k: v[lang] for k, v in STRINGS.items()} for lang in LANGS},
                # browsers report regional tags; map the Chinese ones to our Simplified text
                **{tag: {k: v["zh"] for k, v in STRINGS.items()} for tag in ("zh-CN", "zh-SG")})

@@ -18,6 +18,7 @@ from engine.trace import Trace
 from viz import attention, decode, html, kv, speed
 from viz import reasoning as rviz
 from viz.sampling import playground_chart
+from viz import strings
 from viz.theme import presentable
 
 from .gpu import on_gpu
@@ -55,7 +56,7 @@ def recorded_lab() -> dict | None:
 
 
 def prompt_of(lang: str) -> str:
-    return json.loads((ASSETS / "walkthrough.json").read_text(encoding="utf-8"))["prompt"][lang]
+    return strings.walkthrough()["prompt"][lang]
 
 
 class Walkthrough:

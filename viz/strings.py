@@ -1,0 +1,64 @@
+"""The one string catalogue: every word the app shows, in English and Simplified Chinese.
+
+    assets/strings/page.json         the page's components (through gr.I18n, ui/i18n.py)
+    assets/strings/walkthrough.json  the walkthrough's prompt and its eight steps
+    assets/strings/charts.json       what viz draws: charts, tables, HTML panels (sections
+                                     "charts", "lab", "reasoning"; keys unique across them)
+    assets/strings/glossary.json     one term per concept in each language, and the variants
+                                     that must not appear (tests/test_i18n.py checks every text)
+
+Each entry is {"en": ..., "zh": ...}; `{placeholders}` are filled by the caller.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+FOLDER = Path(__file__).resolve().parent.parent / "assets" / "strings"
+LANGS = ("en", "zh")
+
+
+def _read(name: str):
+    return json.loads((FOLDER / name).read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def charts() -> dict[str, dict[str, str]]:
+    """The viz labels, its sections merged (a key in two sections is a bug)."""
+    merged: dict[str, dict[str, str]] = {}
+    for section, entries in _read("charts.json").items():
+        clash = merged.keys() & entries.keys()
+        if clash:
+            raise ValueError(f"charts.json: keys {sorted(clash)} of section {section!r} are already used")
+        merged.update(entries)
+    return merged
+
+
+@lru_cache(maxsize=1)
+def walkthrough() -> dict:
+    return _read("walkthrough.json")
+
+
+@lru_cache(maxsize=1)
+def page() -> dict[str, dict[str, str]]:
+    """The page's strings: page.json plus the walkthrough's step titles and texts (wt_<i>_title/_text)."""
+    strings = dict(_read("page.json"))
+    for i, step in enumerate(walkthrough()["steps"]):
+        strings[f"wt_{i}_title"] = step["title"]
+        strings[f"wt_{i}_text"] = step["text"]
+    return strings
+
+
+@lru_cache(maxsize=1)
+def glossary() -> list[dict]:
+    return _read("glossary.json")
+
+
+def every_text() -> dict[str, dict[str, str]]:
+    """Every entry of the catalogue by a unique name ("page:key", "charts:key", "walkthrough:prompt")."""
+    texts = {f"page:{k}": v for k, v in page().items()}
+    texts.update({f"charts:{k}": v for k, v in charts().items()})
+    texts["walkthrough:prompt"] = walkthrough()["prompt"]
+    return texts
