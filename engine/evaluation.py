@@ -1,8 +1,22 @@
 """Test-time compute, measured: accuracy and time on small checkable questions at several thinking
-budgets (budget 0 = normal mode). Greedy decoding, so a result is reproducible on one machine."""
+budgets (budget 0 = normal mode). Greedy decoding, so a result is reproducible on one machine.
+
+Fair by construction:
+- every budget is asked the same way: where the engine cues the answer ("Final answer:", for a
+  model without thinking of its own), budget 0 gets the same cue (Settings.answer_cue);
+- the answer is read after the cue: in the first line that has a number, the number after its last
+  "=" if it is an equation (so "17 + 25 = 42" reads 42, not 17), else its first number; or the
+  first option it names;
+- a run that never reaches an answer (no answer token of the model's own) is counted apart:
+  wrong for accuracy, left out of the time to answer (its end-to-end time is not an answer time);
+- budgets are interleaved per question, in an order that rotates from question to question, so a
+  machine that slows down over the run does not favour one budget;
+- each accuracy comes with its 95 % Wilson interval: 20 questions cannot tell 0 % from 15 % apart.
+"""
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 import threading
@@ -11,6 +25,7 @@ from dataclasses import dataclass
 from .core import Engine
 from .errors import InvalidRequest
 from .generate import run_trace
+from .reasoning import SCAFFOLD_ANSWER_CUE
 from .trace import Settings, Trace
 
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
@@ -57,13 +72,46 @@ def answer_text(trace: Trace) -> str:
     return "".join(s.text for s in trace.steps if s.phase == "answer" and not s.forced)
 
 
-def is_correct(question: Question, answer: str) -> bool:
+def answered(trace: Trace) -> bool:
+    """Whether the model reached an answer of its own (a run can end still thinking)."""
+    return any(s.phase == "answer" and not s.forced for s in trace.steps)
+
+
+def read_answer(question: Question, answer: str) -> str | None:
+    """The answer the text gives, read after the model's own last "Final answer:" if it wrote one:
+    in the first line with a number, the number after the last "=" (an equation) or else the first
+    number; for a question with options, the first option named. None if it gives none."""
+    cue = answer.lower().rfind(SCAFFOLD_ANSWER_CUE.lower())
+    region = answer[cue + len(SCAFFOLD_ANSWER_CUE):] if cue >= 0 else answer
     if not question.options:
-        found = NUMBER.search(answer.replace(",", ""))
-        return found is not None and float(found.group()) == float(question.answer)
-    lowered = answer.lower()
+        for line in region.replace(",", "").splitlines():
+            numbers = NUMBER.findall(line)
+            if numbers:
+                result = NUMBER.findall(line.rsplit("=", 1)[1]) if "=" in line else []
+                return result[0] if result else numbers[0]
+        return None
+    lowered = region.lower()
     named = [(lowered.find(o), o) for o in question.options if o in lowered]
-    return bool(named) and min(named)[1] == question.answer
+    return min(named)[1] if named else None
+
+
+def is_correct(question: Question, answer: str) -> bool:
+    got = read_answer(question, answer)
+    if got is None:
+        return False
+    if not question.options:
+        return float(got) == float(question.answer)
+    return got == question.answer
+
+
+def wilson(correct: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a proportion correct/n."""
+    if n == 0:
+        return 0.0, 1.0
+    p = correct / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def evaluate(engine: Engine, budgets: list[int], limit: int | None = None, answer_tokens: int = 48,
@@ -76,19 +124,20 @@ def evaluate(engine: Engine, budgets: list[int], limit: int | None = None, answe
     per_question = [{"id": q.id, "lang": q.lang, "question": q.text, "expected": q.answer, "results": {}}
                     for q in questions]
     done = 0
-    for b in budgets:
-        for q, row in zip(questions, per_question):
+    for i, (q, row) in enumerate(zip(questions, per_question)):
+        for b in budgets[i % len(budgets):] + budgets[:i % len(budgets)]:    # interleaved, rotating
             if cancel is not None and cancel.is_set():
                 break
             if progress is not None:
-                progress(done / total, f"budget {b}: {q.id}")
+                progress(done / total, f"{q.id}: budget {b}")
             settings = Settings(max_new_tokens=b + answer_tokens, mode="reasoning" if b else "normal",
-                                thinking_budget=b)
+                                thinking_budget=b, answer_cue=True)
             trace = run_trace(engine, q.text, settings)
-            answer = answer_text(trace)
-            s = trace.summary
-            result = {"answer": answer.strip()[:200], "correct": is_correct(q, answer), "e2e_ms": s.e2e_ms,
-                      "time_to_first_answer_ms": s.time_to_first_answer_ms,
+            answer, s = answer_text(trace), trace.summary
+            reached = answered(trace)
+            result = {"answer": answer.strip()[:200], "read": read_answer(q, answer),
+                      "correct": reached and is_correct(q, answer), "answered": reached, "e2e_ms": s.e2e_ms,
+                      "time_to_first_answer_ms": s.time_to_first_answer_ms if reached else None,
                       "thinking_tokens": s.thinking_tokens, "new_tokens": s.new_tokens}
             row["results"][str(b)] = result
             runs[b].append(result)
@@ -98,12 +147,17 @@ def evaluate(engine: Engine, budgets: list[int], limit: int | None = None, answe
         rs = runs[b]
         if not rs:
             continue
-        summary.append({"budget": b, "questions": len(rs), "correct": sum(r["correct"] for r in rs),
-                        "accuracy": sum(r["correct"] for r in rs) / len(rs),
+        correct, reached = sum(r["correct"] for r in rs), [r for r in rs if r["answered"]]
+        low, high = wilson(correct, len(rs))
+        summary.append({"budget": b, "questions": len(rs), "correct": correct, "accuracy": correct / len(rs),
+                        "ci95": [round(low, 4), round(high, 4)], "answered": len(reached),
+                        "never_answered": len(rs) - len(reached),
                         "mean_e2e_ms": statistics.fmean(r["e2e_ms"] for r in rs),
                         "mean_time_to_first_answer_ms": statistics.fmean(
-                            r["time_to_first_answer_ms"] or r["e2e_ms"] for r in rs),
+                            r["time_to_first_answer_ms"] for r in reached) if reached else None,
                         "mean_thinking_tokens": statistics.fmean(r["thinking_tokens"] for r in rs)})
     return {"model": engine.info.id, "device": engine.info.device, "dtype": engine.info.dtype,
             "thinking": engine.thinking_style, "decoding": "greedy", "answer_tokens": answer_tokens,
-            "partial": done < total, "budgets": summary, "questions": per_question}
+            "partial": done < total, "answer_cue": SCAFFOLD_ANSWER_CUE if engine.thinking_style == "scaffold" else None,
+            "order": "interleaved per question, rotating", "interval": "95 % Wilson",
+            "budgets": summary, "questions": per_question}

@@ -56,7 +56,10 @@ def template_text(engine, prompt: str, settings: Settings, style: str) -> str:
     text = engine.apply_template(prompt, settings)
     if style == "tags":
         return text if thinking else text + FORCED_CLOSE.lstrip("\n")   # pre-closed: answer directly
-    return text + SCAFFOLD_OPEN if thinking else text
+    if thinking:
+        return text + SCAFFOLD_OPEN
+    # normal mode asked as reasoning mode answers: after the same cue (an evaluation's fairness)
+    return text + SCAFFOLD_ANSWER_CUE if settings.answer_cue else text
 
 
 class Thinking:

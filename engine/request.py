@@ -92,7 +92,7 @@ def check_settings(settings: Settings, limits: Limits) -> Settings:
     s.seed = _number("seed", s.seed, 0, 2**63 - 1, True)
     s.top_candidates = _number("top_candidates", s.top_candidates, 1, limits.max_top_candidates, True)
     s.thinking_budget = _number("thinking_budget", s.thinking_budget, 0, limits.max_new_tokens, True)
-    for flag in ("use_cache", "chat_template", "attention", "logit_lens", "ignore_eos"):
+    for flag in ("use_cache", "chat_template", "attention", "logit_lens", "ignore_eos", "answer_cue"):
         if not isinstance(getattr(s, flag), bool):
             raise InvalidRequest(f"{flag} must be true or false")
     if s.mode not in MODES:

@@ -50,6 +50,7 @@ class Settings:
     chat_template: bool = True
     mode: str = "normal"        # "normal" | "reasoning"
     thinking_budget: int = 0
+    answer_cue: bool = False    # start every answer with the answer cue, even in normal mode (evaluation)
     attention: bool = False     # capture attention maps/rows
     logit_lens: bool = False    # top guess of every layer at every step
     ignore_eos: bool = False    # keep generating past end-of-sequence (benchmarks)

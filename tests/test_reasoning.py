@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from engine import Engine, Settings, run_trace
-from engine.evaluation import QUESTIONS, answer_text, evaluate, is_correct
+from engine.evaluation import QUESTIONS, answer_text, evaluate, is_correct, wilson
 from engine.loading import LoadedModel
-from engine.reasoning import CLOSE, FORCED_CLOSE, thinking_style
+from engine.reasoning import CLOSE, FORCED_CLOSE, SCAFFOLD_ANSWER_CUE, thinking_style
 
 TEMPLATES = Path(__file__).parent / "fixtures" / "chat_templates"
 
@@ -89,6 +89,11 @@ def test_native_tags_template_forces_the_close(engine):
     (QUESTIONS[9], "Yes, 17 is prime", True),
     (QUESTIONS[-1], "两天后是星期五。", True),
     (QUESTIONS[-1], "星期四", False),
+    (QUESTIONS[0], "17 + 25 = 42", True),                  # a restated question: the result counts
+    (QUESTIONS[0], "17 + 25 = 32", False),
+    (QUESTIONS[0], "I think 40.\nFinal answer: 42", True),  # the model's own cue: read after it
+    (QUESTIONS[0], "\n\n 42 apples", True),
+    (QUESTIONS[0], "no idea", False),
 ])
 def test_answer_checking(question, answer, ok):
     assert is_correct(question, answer) is ok
@@ -110,6 +115,37 @@ def test_eval_measures_each_budget(engine):
         assert all(r["e2e_ms"] > 0 for r in records)
     assert result["budgets"][1]["mean_thinking_tokens"] > 0 == result["budgets"][0]["mean_thinking_tokens"]
     assert set(result["questions"][0]["results"]) == {"0", "8"}
+    for row in result["budgets"]:                          # the interval holds the measured accuracy
+        low, high = row["ci95"]
+        assert 0 <= low <= row["accuracy"] <= high <= 1
+        assert row["answered"] + row["never_answered"] == row["questions"]
+
+
+def test_every_budget_is_asked_with_the_same_cue(engine):
+    """Budget 0 (normal mode) gets the scaffold's answer cue too, so budgets differ only in thinking."""
+    normal = run_trace(engine, "What is 17 + 25?", Settings(max_new_tokens=4, answer_cue=True))
+    assert normal.prompt.templated.endswith(SCAFFOLD_ANSWER_CUE)
+    thinking = run_trace(engine, "What is 17 + 25?", Settings(max_new_tokens=12, mode="reasoning",
+                                                              thinking_budget=4, answer_cue=True))
+    cue = "".join(s.text for s in thinking.steps if s.forced and s.phase == "answer")
+    assert cue == SCAFFOLD_ANSWER_CUE
+
+
+def test_wilson_interval():
+    assert wilson(0, 20)[0] == 0 and wilson(0, 20)[1] == pytest.approx(0.1611, abs=1e-3)
+    assert wilson(4, 20) == pytest.approx((0.0807, 0.4160), abs=1e-3)
+    assert wilson(20, 20)[1] == 1
+
+
+def test_a_run_that_never_answers_is_counted_apart():
+    from viz.reasoning import eval_reading
+    result = {"budgets": [
+        {"budget": 0, "questions": 20, "correct": 0, "accuracy": 0.0, "ci95": list(wilson(0, 20)),
+         "answered": 20, "never_answered": 0},
+        {"budget": 128, "questions": 20, "correct": 4, "accuracy": 0.2, "ci95": list(wilson(4, 20)),
+         "answered": 17, "never_answered": 3}]}
+    overlap, unanswered = eval_reading(result, "en")
+    assert "overlap" in overlap and "could be chance" in overlap and "3 runs never reached an answer" in unanswered
 
 
 def test_answer_text_leaves_out_forced_cues(engine):

@@ -92,23 +92,51 @@ def compare_timeline(normal: Trace, reasoning: Trace, lang: str = "en") -> alt.L
                                               subtitle=[label("compare_sub", lang)])).properties(width=720, height=150)
 
 
+def eval_reading(result: dict, lang: str = "en") -> list[str]:
+    """What the numbers support, and no more: whether the best and worst budgets' 95 % intervals
+    overlap, and how many runs never answered."""
+    rows = result.get("budgets") or []
+    best = max(rows, key=lambda r: r["accuracy"])
+    worst = min(rows, key=lambda r: r["accuracy"])
+    n = int(max(r["questions"] for r in rows))
+    lines = []
+    if len(rows) > 1:
+        apart = best["ci95"][0] > worst["ci95"][1]
+        lines.append(label("eval_separate" if apart else "eval_overlap", lang, best=best["budget"],
+                           worst=worst["budget"], n=n))
+    unanswered = sum(r.get("never_answered", 0) for r in rows)
+    if unanswered:
+        lines.append(label("eval_unanswered", lang, k=unanswered))
+    return lines
+
+
 def eval_chart(result: dict, lang: str = "en") -> alt.HConcatChart:
-    """Accuracy and mean times against the thinking budget, from `engine.evaluation.evaluate`."""
+    """Accuracy (with its 95 % Wilson interval) and mean times against the thinking budget, from
+    `engine.evaluation.evaluate`; the subtitle says only what the intervals support."""
     rows = result.get("budgets") or []
     if not rows:
         raise ValueError(label("err_no_steps", lang))
     frame = pd.DataFrame(rows)
     frame["budget_label"] = frame["budget"].astype(str)
+    frame["ci_low"] = [c[0] for c in frame["ci95"]]
+    frame["ci_high"] = [c[1] for c in frame["ci95"]]
+    frame = frame.drop(columns=["ci95"])
     order = frame["budget_label"].tolist()
     sub = label("eval_sub", lang, model=result.get("model", "").split(":")[-1], n=int(frame["questions"].max()))
     x = alt.X("budget_label:N", sort=order, title=label("budget_axis", lang), axis=alt.Axis(labelAngle=0))
-    accuracy = alt.Chart(frame, title=alt.Title(label("eval_accuracy_title", lang), subtitle=[sub])).mark_bar(
-        color=PURPLE).encode(
+    tooltip = ["budget:Q", "correct:Q", "questions:Q", alt.Tooltip("accuracy:Q", format=".0%"),
+               alt.Tooltip("ci_low:Q", format=".0%", title=label("ci_low", lang)),
+               alt.Tooltip("ci_high:Q", format=".0%", title=label("ci_high", lang))]
+    base = alt.Chart(frame)
+    bars = base.mark_bar(color=PURPLE).encode(
         x=x, y=alt.Y("accuracy:Q", title=label("accuracy", lang), scale=alt.Scale(domain=[0, 1]),
-                     axis=alt.Axis(format="%")),
-        tooltip=["budget:Q", "correct:Q", "questions:Q", alt.Tooltip("accuracy:Q", format=".0%")])
+                     axis=alt.Axis(format="%")), tooltip=tooltip)
+    interval = base.mark_errorbar(color=INK, ticks=True).encode(
+        x=x, y=alt.Y("ci_low:Q", title=label("accuracy", lang)), y2="ci_high:Q", tooltip=tooltip)
+    accuracy = alt.layer(bars, interval, title=alt.Title(label("eval_accuracy_title", lang),
+                                                         subtitle=[sub, *eval_reading(result, lang)]))
     times = frame.melt(id_vars=["budget_label"], value_vars=["mean_e2e_ms", "mean_time_to_first_answer_ms"],
-                       var_name="measure", value_name="ms")
+                       var_name="measure", value_name="ms").dropna(subset=["ms"])
     times["measure"] = times["measure"].map({"mean_e2e_ms": label("mean_e2e", lang),
                                              "mean_time_to_first_answer_ms": label("mean_ttfa", lang)})
     times["s"] = times["ms"] / 1000
@@ -126,6 +154,8 @@ def eval_table(result: dict, lang: str = "en") -> pd.DataFrame:
     return pd.DataFrame([{label("col_budget", lang): r["budget"],
                           label("col_correct", lang): f'{r["correct"]}/{r["questions"]}',
                           label("col_accuracy", lang): f'{r["accuracy"]:.0%}',
+                          label("col_ci95", lang): f'{r["ci95"][0]:.0%}–{r["ci95"][1]:.0%}',
+                          label("col_answered", lang): f'{r["answered"]}/{r["questions"]}',
                           label("col_mean_e2e", lang): fmt_ms(r["mean_e2e_ms"]),
                           label("col_mean_ttfa", lang): fmt_ms(r["mean_time_to_first_answer_ms"]),
                           label("col_mean_thinking", lang): f'{r["mean_thinking_tokens"]:.0f}'}
