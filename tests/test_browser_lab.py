@@ -18,12 +18,26 @@ def lab_tab_open(page):
 
 
 def run_experiment(page, short: str, timeout_s: int) -> None:
-    """Press an experiment's Run button and wait until its chart has drawn (and is not a notice)."""
+    """Press an experiment's Run button and wait until its own result replaces the recording (the
+    note loses its "Recorded on" badge and its progress) and its chart is drawn, not a notice."""
     page.click(f"#lab-{short}-run")
-    page.wait_for_selector(f"#lab-{short}-plot .vega-embed .marks", timeout=timeout_s * 1000)
+    page.wait_for_function(f"() => document.querySelector('#lab-{short}-note').innerText.includes('Measuring')",
+                           timeout=30_000)
+    page.wait_for_function(f"""() => {{ const t = document.querySelector('#lab-{short}-note').innerText;
+                                 return t && !t.includes('Measuring') && !t.includes('Recorded on'); }}""",
+                           timeout=timeout_s * 1000)
+    page.wait_for_selector(f"#lab-{short}-plot .vega-embed .marks", timeout=30_000)
     assert page.locator(f"#lab-{short}-plot .vega-embed .error, #lab-{short}-plot .error").count() == 0
-    page.wait_for_function(f"() => !document.querySelector('#lab-{short}-note').innerText.includes('Not run yet')",
-                           timeout=10_000)
+
+
+def test_every_section_shows_the_recording_before_a_run(page, shots):
+    """No empty box and no placeholder table: each section opens on the recorded result, badged."""
+    for short in ("kv", "attn", "weights", "roofline"):
+        page.wait_for_selector(f"#lab-{short}-plot .vega-embed .marks", timeout=30_000)
+        assert "Recorded on" in page.inner_text(f"#lab-{short}-note")
+        assert page.locator(f"#lab-{short}-table td").count() > 3
+    page.locator("#lab-kv-plot").scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "lab-recorded.png"), full_page=False)
 
 
 def test_kv_cache_experiment_from_the_page(page, shots, tmp_path):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from gradio_client import Client
 
-from tests.conftest import CHROMIUM_ARGS, ROOT, _free_port
+from tests.conftest import ROOT, _free_port
 
 pytestmark = pytest.mark.browser
 
@@ -56,16 +56,14 @@ def wait_for_line(log: Path, needle: str, timeout_s: float) -> str:
 
 
 @pytest.fixture()
-def zero_page(zero_app):
-    from playwright.sync_api import sync_playwright
+def zero_page(browser, zero_app):
     url, _ = zero_app
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(url)
-        page.wait_for_selector("#prompt textarea", timeout=60_000)
-        yield page
-        browser.close()
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_selector("#prompt textarea", timeout=60_000)
+    yield page
+    context.close()
 
 
 def test_stop_closes_the_run_in_the_forked_worker(zero_app, zero_page):
@@ -93,7 +91,7 @@ def test_stop_closes_a_lab_experiment_in_the_forked_worker(zero_app, zero_page):
     page = zero_page
     page.get_by_role("tab", name="6 · Acceleration lab").click()
     page.click("#lab-kv-run")
-    page.wait_for_function("() => document.querySelector('#lab-kv-note').innerText.includes('⏳')",
+    page.wait_for_function("() => document.querySelector('#lab-kv-note').innerText.includes('Measuring')",
                            timeout=60_000)                               # progress streams from the worker
     page.click("#lab-stop")
     assert "experiment duration 600" in log.read_text()

@@ -10,7 +10,10 @@ On ZeroGPU the experiment runs in a forked GPU process, whose hold the main proc
 
 from __future__ import annotations
 
+import json
 import os
+from functools import lru_cache
+from pathlib import Path
 
 import gradio as gr
 
@@ -35,6 +38,7 @@ SECTIONS = (
      charts.weights_table),
     ("roofline", "roofline", "lab_roof_heading", "lab_roof_explain", charts.roofline_chart, charts.roofline_table),
 )
+RECORDED = Path(__file__).resolve().parent.parent / "assets" / "lab" / "recorded.json"
 META_KEYS = ("schema", "created", "quick", "model", "device", "dtype", "attn_implementation", "threads", "torch")
 
 
@@ -97,7 +101,8 @@ class LabActions:
                 raise gr.Error(label(f"lab_mode_{mode}", lang))
 
             def shown(fraction: float, text: str) -> tuple:
-                return gr.skip(), gr.skip(), gr.skip(), f"⏳ {fraction:.0%} · {text}", gr.skip()
+                return (gr.skip(), gr.skip(), gr.skip(), label("in_progress", lang, pct=f"{fraction:.0%}", what=text),
+                        gr.skip())
             yield shown(0.0, label("lab_run", lang))
             try:
                 with self.flags.running(request) as flag:
@@ -114,7 +119,7 @@ class LabActions:
             merged = merge(results, new)
             extra = {"model": model_choice} if name == "roofline" else {}
             yield (merged, chart_or_notice(draw, merged, lang=lang, **extra), _table(table, merged, lang, **extra),
-                   note_md(merged, name, lang), self.files.write_json(merged))
+                   note_md(merged, name, lang), gr.update(value=self.files.write_json(merged), visible=True))
         return on_gpu(experiment, duration=600)           # an experiment takes minutes
 
     def stop(self, request: gr.Request):
@@ -132,12 +137,33 @@ def explain_md(heading: str, explain: str, lang: str) -> str:
     return f"### {label(heading, lang)}\n{first}  \n*{second}*"
 
 
+@lru_cache(maxsize=1)
+def recorded_results() -> dict | None:
+    """The lab as recorded with `python -m engine lab` (assets/lab/recorded.json), if it is there."""
+    try:
+        return json.loads(RECORDED.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def recorded_md(recorded: dict, name: str, lang: str) -> str:
+    """The reading of a recorded result, under a badge that says when and where it was measured."""
+    badge = label("lab_recorded_note", lang, date=str(recorded.get("created", ""))[:10],
+                  device=recorded.get("device", "?"), model=str(recorded.get("model", "")).split(":")[-1])
+    return f"{badge}  \n{note_md(recorded, name, lang)}"
+
+
 def section_views(results: dict, name: str, draw, table, lang: str, model: str | None = None) -> tuple:
-    """(chart, table, note) of one experiment from the stored results, or placeholders before a run."""
-    if not (results or {}).get(name):
-        return None, None, label("lab_not_run_yet", lang)
+    """(chart, table, note) of one experiment: this visitor's result, else the recording (with its
+    badge), never an empty box; placeholders only if neither exists."""
     extra = {"model": model} if name == "roofline" else {}
-    return chart_or_notice(draw, results, lang=lang, **extra), _table(table, results, lang, **extra), note_md(results, name, lang)
+    if (results or {}).get(name):
+        return chart_or_notice(draw, results, lang=lang, **extra), _table(table, results, lang, **extra), note_md(results, name, lang)
+    recorded = recorded_results()
+    if recorded and recorded.get(name):
+        return (chart_or_notice(draw, recorded, lang=lang, **extra), _table(table, recorded, lang, **extra),
+                recorded_md(recorded, name, lang))
+    return None, None, label("lab_not_run_yet", lang)
 
 
 def build(models, model_id, lang: gr.State) -> None:
@@ -156,7 +182,8 @@ def build(models, model_id, lang: gr.State) -> None:
     with gr.Row():
         stop = gr.Button(label("lab_stop", "en"), variant="stop", elem_id="lab-stop", scale=0, min_width=120,
                          visible=live)
-        export = gr.File(label=label("lab_export", "en"), interactive=False, elem_id="lab-export")
+        # shown once this visitor has measured something (an empty file box says nothing)
+        export = gr.File(label=label("lab_export", "en"), interactive=False, elem_id="lab-export", visible=False)
     models = roofline_choices(engine)
     parts: dict[str, dict] = {}
     runs = []
@@ -167,9 +194,11 @@ def build(models, model_id, lang: gr.State) -> None:
                             min_width=120, visible=live)
             pick = gr.Dropdown(models, value=models[0], label=label("lab_model_pick", "en"),
                                elem_id="lab-roofline-model", scale=1) if name == "roofline" else None
-            note = gr.Markdown(label("lab_not_run_yet", "en"), elem_id=f"lab-{short}-note")
-        plot = gr.Plot(show_label=False, elem_id=f"lab-{short}-plot")
-        frame = gr.Dataframe(interactive=False, elem_id=f"lab-{short}-table", wrap=True)
+            # before this visitor runs it: the recording, with its badge (no empty box)
+            chart0, frame0, note0 = section_views({}, name, draw, table, "en", models[0])
+            note = gr.Markdown(note0, elem_id=f"lab-{short}-note")
+        plot = gr.Plot(chart0, show_label=False, elem_id=f"lab-{short}-plot")
+        frame = gr.Dataframe(frame0, interactive=False, elem_id=f"lab-{short}-table", wrap=True)
         parts[name] = {"explain": explanation, "run": run, "pick": pick, "note": note, "plot": plot,
                        "frame": frame}
         runs.append(run.click(actions.runner(name, draw, table), [results, lang, pick or gr.State(None), model_id],
@@ -179,9 +208,8 @@ def build(models, model_id, lang: gr.State) -> None:
 
     roof = parts["roofline"]
     # choosing another model redraws the roofline from the results already measured (no model run)
-    roof["pick"].change(lambda r, lang_v, m: section_views(r, "roofline", charts.roofline_chart,
-                                                            charts.roofline_table, lang_v, m)[:2]
-                        if (r or {}).get("roofline") else (gr.skip(), gr.skip()),
+    roof["pick"].change(lambda r, lang_v, m: [v if v is not None else gr.skip() for v in section_views(
+                            r, "roofline", charts.roofline_chart, charts.roofline_table, lang_v, m)[:2]],
                         [results, lang, roof["pick"]], [roof["plot"], roof["frame"]], queue=False,
                         api_visibility="private")
 

@@ -13,6 +13,7 @@ from engine import EngineError
 from engine.side_by_side import interleave
 from engine.evaluation import QUESTIONS, evaluate
 from viz import reasoning as rviz
+from viz.labels import label
 from viz.notice import notice_chart
 
 from .gpu import for_tokens, on_gpu, stop_cancels
@@ -56,7 +57,8 @@ class ReasoningTab:
         engine = self.models.get(model_id)
 
         def shown(fraction: float, what: str) -> tuple:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), f"⏳ {fraction:.0%} · {what}"
+            return (gr.skip(), gr.skip(), gr.skip(), gr.skip(),
+                    label("in_progress", lang, pct=f"{fraction:.0%}", what=what))
         yield shown(0.0, "")
         try:
             with self.flags.running(request) as flag:

@@ -8,7 +8,6 @@ Keys: arrows or PageUp/PageDown (what presentation clickers send) press the visi
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 
 import gradio as gr
@@ -24,6 +23,7 @@ from viz.theme import presentable
 from .gpu import on_gpu
 from .i18n import ASSETS, t, text
 from engine.side_by_side import interleave
+from .lab_tab import recorded_results
 from .runs import ENGINE_CONCURRENCY
 from .views import chart_or_notice, least_sure_step
 
@@ -47,14 +47,6 @@ def recorded(lang: str) -> dict[str, Trace]:
             for mode in ("normal", "reasoning")}
 
 
-@lru_cache(maxsize=1)
-def recorded_lab() -> dict | None:
-    try:
-        return json.loads((ASSETS / "lab" / "recorded.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def prompt_of(lang: str) -> str:
     return strings.walkthrough()["prompt"][lang]
 
@@ -76,7 +68,8 @@ class Walkthrough:
 
         unsure = least_sure_step(normal)
         rows = playground(normal.steps[unsure].candidates, 1.0, 10, 0.9) if normal.steps else []
-        source = (text("wt_live", lang) if live else
+        lab = recorded_results()
+        source = (text("wt_live", lang).format(date=str((lab or {}).get("created", "?"))[:10]) if live else
                   text("wt_recorded", lang).format(date=normal.created[:10], device=normal.model.device))
         return [
             source,
@@ -85,7 +78,7 @@ class Walkthrough:
             draw(kv.kv_growth_chart, normal),
             draw(decode.candidates_chart, normal, unsure), html.output_html(normal, unsure, lang=lang),
             draw(speed.timeline_chart, normal), html.speed_html(normal, lang=lang),
-            draw(self.lab_chart, recorded_lab()),
+            draw(self.lab_chart, lab),
             draw(rviz.compare_timeline, normal, reasoning),
             rviz.reasoning_html(normal, lang), rviz.reasoning_html(reasoning, lang),
             draw(playground_chart, rows[:10]),
