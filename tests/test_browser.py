@@ -263,3 +263,15 @@ def test_reasoning_columns_stream_side_by_side(page, shots):
     assert "scaffolded thinking" in page.inner_text("#r-reasoning")
     assert page.locator("#r-reasoning details.tbt-thinking").count() == 1
     page.screenshot(path=str(shots / "reasoning.png"), full_page=True)
+
+
+def test_before_a_run_the_chapters_show_the_recording(page):
+    """No empty boxes on arrival: every chapter shows the walkthrough's recording, and the output
+    area says it is one; a run of the visitor's own replaces it."""
+    page.wait_for_selector("#output .tbt-recording", timeout=30_000)
+    assert "recording" in page.inner_text("#output")
+    assert page.locator("#prompt-chips .tbt-chip").count() > 10
+    open_tab(page, "2 · Prefill", ["#heatmap"])
+    open_tab(page, "5 · Speed", ["#timeline", "#step-times"])
+    run_prompt(page, "Hi!", max_tokens=4)
+    assert page.locator("#output .tbt-recording").count() == 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from html import escape
 
 import gradio as gr
 
@@ -14,6 +16,7 @@ from .actions import Actions
 from .gpu import for_tokens, on_gpu, stop_cancels
 from .i18n import ASSETS, t, text
 from .runs import ENGINE_CONCURRENCY
+from .walkthrough import recorded
 from .views import (AVERAGE, clamp, decode_view, head_choices, kv_view, least_sure_step, prefill_view,
                     sampling_view, speed_view, tokens_view)
 
@@ -30,6 +33,27 @@ ENGINE = {"concurrency_limit": ENGINE_CONCURRENCY, "concurrency_id": "engine"}
 
 def plot(elem_id: str) -> gr.Plot:
     return gr.Plot(show_label=False, elem_id=elem_id)   # charts carry their own titles
+
+
+def first_word(trace) -> int:
+    """Index of the first token of the visitor's own text (after the chat template's preamble)."""
+    begin = max(trace.prompt.templated.find(trace.prompt.raw), 0)
+    return next((i for i, t in enumerate(trace.prompt.tokens) if t.start >= begin and not t.special), 0)
+
+
+def is_recording(trace) -> bool:
+    """Whether a trace is one of the walkthrough's recordings (what the chapters show before a run)."""
+    return any(trace.created == r.created and trace.prompt.raw == r.prompt.raw
+               for lang in ("en", "zh") for r in (recorded(lang)["normal"],))
+
+
+def recording_html(trace, lang: str) -> str:
+    """The output area while the chapters show a recording: what it is, and how to run your own."""
+    template = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", escape(text("explore_recording", lang), quote=False))
+    words = template.format(prompt=escape(trace.prompt.raw), date=escape(trace.created[:10]),
+                            device=escape(trace.model.device))
+    return f'<div class="tbt-recording">{words}</div>'
+
 
 
 class Explore:
@@ -135,16 +159,24 @@ class Explore:
         """Every chapter drawn from the trace on show, and its JSON written for download."""
         return self.render(*inputs, write_file=True)
 
-    def relabel_all(self, *inputs):
-        """Every chapter redrawn in the page's new language; the download stays the file it was."""
-        return self.render(*inputs, write_file=False)
+    def relabel_all(self, trace, *inputs):
+        """Every chapter redrawn in the page's language (known at load, or switched); the download
+        stays the file it was. Before the visitor's first run the chapters show the walkthrough's
+        recording in that language (never empty boxes), and the output area says it is one.
+        Returns the trace on show, then every view."""
+        lang = inputs[-1]
+        if trace is None or is_recording(trace):
+            trace = recorded(lang)["normal"]
+            return [trace, *self.render(trace, *inputs, write_file=False, recording=True)]
+        return [gr.skip(), *self.render(trace, *inputs, write_file=False)]
 
     def render(self, trace, layer, head, query, d_layer, d_head, temperature, top_k, top_p, seed, lang,
-               write_file: bool):
+               write_file: bool, recording: bool = False):
         if trace is None:
             return [gr.skip()] * len(self.views)
         actions = self.actions
         last = max(len(trace.steps) - 1, 0)
+        word = first_word(trace)   # the embedding opens on the visitor's first word, not <|im_start|>
         # the sampling playground opens on the step where the model was least sure
         unsure = least_sure_step(trace)
         mapped = (trace.attention.prefill_tokens if trace.attention else len(trace.prompt.tokens)) - 1
@@ -154,14 +186,15 @@ class Explore:
         layers, heads = trace.model.layers, head_choices(trace.model.heads)
         layer, d_layer = clamp(layer, layers - 1), clamp(d_layer, layers - 1)
         head, d_head = (h if h in heads else AVERAGE for h in (head, d_head))
-        return [*tokens_view(trace, actions.comparison(trace), 0, lang),
+        return [*tokens_view(trace, actions.comparison(trace), word, lang),
                 *prefill_view(trace, layer, head, q, lang), *kv_view(trace, lang),
                 *decode_view(trace, last, d_layer, d_head, lang), *speed_view(trace, lang),
                 *sampling_view(trace, unsure, temperature, top_k, top_p, seed, lang),
                 actions.trace_file(trace) if write_file else gr.skip(),
                 gr.update(maximum=max(last, 1), value=last), gr.update(maximum=max(last, 1), value=unsure),
-                gr.update(maximum=max(mapped, 1), value=q), *actions.embedding(trace, 0, lang),
+                gr.update(maximum=max(mapped, 1), value=q), *actions.embedding(trace, word, lang),
                 # the marker tells a watcher (and the browser test) that every chapter is drawn
+                recording_html(trace, lang) if recording else
                 html.output_html(trace, lang=lang) + '<span class="tbt-rendered"></span>',
                 gr.update(maximum=max(layers - 1, 1), value=layer), gr.update(choices=heads, value=head),
                 gr.update(maximum=max(layers - 1, 1), value=d_layer), gr.update(choices=heads, value=d_head)]
