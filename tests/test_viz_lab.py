@@ -100,3 +100,15 @@ def test_every_lab_label_has_both_languages():
     assert len(lab_keys) > 50
     for key in lab_keys:
         assert LABELS[key].get("en") and LABELS[key].get("zh"), key
+
+
+def test_the_quality_line_reads_the_measured_agreement():
+    """The quantization text states the measured numbers and the baseline, not "a little"."""
+    import json
+    from pathlib import Path
+    recorded = json.loads((Path(__file__).parent.parent / "assets" / "lab" / "recorded.json").read_text())
+    rows = {r["format"]: r for r in recorded["weights"]["rows"]}
+    for lang in ("en", "zh"):
+        line = lab.quality_line(recorded, lang)
+        assert f"{rows['nf4']['top1_agreement']:.1%}" in line and f"{rows['nf4']['mean_kl']:.3f}" in line
+        assert "fp32" in line and "bf16" in line

@@ -17,6 +17,7 @@ from engine.trace import Trace
 from viz import attention, decode, html, kv, speed
 from viz import reasoning as rviz
 from viz.sampling import playground_chart
+from viz import lab as lab_viz
 from viz import strings
 from viz.theme import presentable
 
@@ -78,7 +79,7 @@ class Walkthrough:
             draw(kv.kv_growth_chart, normal),
             draw(decode.candidates_chart, normal, unsure), html.output_html(normal, unsure, lang=lang),
             draw(speed.timeline_chart, normal), html.speed_html(normal, lang=lang),
-            draw(self.lab_chart, lab),
+            draw(self.lab_chart, lab), lab_viz.quality_line(lab, lang) if lab else "",
             draw(rviz.compare_timeline, normal, reasoning),
             rviz.reasoning_html(normal, lang), rviz.reasoning_html(reasoning, lang),
             draw(playground_chart, rows[:10]),
@@ -86,7 +87,6 @@ class Walkthrough:
 
     @staticmethod
     def lab_chart(lab: dict | None, lang: str):
-        from viz import lab as lab_viz
         if not lab:
             raise ValueError(text("wt_no_lab", lang))
         return lab_viz.kv_chart(lab, lang=lang)
@@ -161,7 +161,7 @@ def _visual(i: int) -> list:
     if i == 4:
         return [plot("timeline"), gr.HTML(elem_id="wt-speed")]
     if i == 5:
-        return [plot("lab")]
+        return [plot("lab"), gr.Markdown(elem_id="wt-quality", elem_classes="tbt-hint")]
     if i == 6:
         chart = plot("reasoning-chart")
         with gr.Row():

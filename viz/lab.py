@@ -346,6 +346,19 @@ def weights_summary(result: dict, lang: str = "en") -> str:
                  fast=FORMAT_NAMES.get(fastest["format"], fastest["format"]), tpot=fmt_ms(fastest.get("tpot_ms")))
 
 
+def quality_line(result: dict, lang: str = "en") -> str:
+    """What each smaller weight format costs in quality, read from the measurement: top-1 agreement
+    and KL against fp32 (the baseline here; serving usually starts from bf16)."""
+    part = section(result, "weights", lang)
+    rows = [r for r in part.get("rows", []) if r.get("available") and r["format"] != "fp32"]
+    if not rows:
+        return label("lab_partial", lang)
+    each = [label("lab_quality_row", lang, fmt=FORMAT_NAMES.get(r["format"], r["format"]),
+                  agree=f"{r['top1_agreement']:.1%}", kl=f"{r['mean_kl']:.3f}") for r in rows]
+    return label("lab_quality_line", lang, rows=("；" if lang == "zh" else "; ").join(each),
+                 n=part.get("quality_positions", "?"))
+
+
 # --- 4 roofline ---------------------------------------------------------------------------------
 def roofline_models(result: dict | None) -> list[str]:
     """The model names in a roofline result, this model first."""
