@@ -166,7 +166,8 @@ class Run:
             observe_ms=ms3(observe_ms), wait_ms=ms3(wait_ms),
             candidates=choice.candidates, chosen_rank=choice.rank, chosen_p_model=choice.p_model,
             chosen_p_final=choice.p_final, entropy=choice.entropy, entropy_model=choice.entropy_model,
-            kv_tokens=cache_tokens(self.cache), kv_bytes=cache_bytes(self.cache), lens=lens))
+            kv_tokens=cache_tokens(self.cache), kv_bytes=cache_bytes(self.cache), lens=lens,
+            kept_tokens=choice.kept_tokens, kept_mass=choice.kept_mass))
         if token in engine.eos_ids and not s.ignore_eos:
             return "eos"
         if s.stop and any(self.trace.output_text.endswith(x) for x in s.stop):

@@ -39,6 +39,8 @@ class Choice:
     p_final: float
     entropy: float
     entropy_model: float
+    kept_tokens: int | None = None
+    kept_mass: float | None = None
 
 
 def pick(logits: torch.Tensor, settings: Settings, chain: LogitsProcessorList, input_ids: torch.Tensor,
@@ -63,7 +65,14 @@ def describe(logits: torch.Tensor, token: int, logp_final: torch.Tensor | None, 
     sampling transforms, the chosen token's rank, entropies. Watching, not generating: the run
     clocks it as observation."""
     logp_model = torch.log_softmax(logits, dim=-1)
-    if logp_final is None:
+    kept_tokens = kept_mass = None
+    if logp_final is not None:          # sampled: what the real cut left, over the whole vocabulary
+        kept = torch.isfinite(logp_final)
+        before_p = warpers(settings.temperature, settings.top_k, 1.0)(torch.zeros((1, 1), dtype=torch.long),
+                                                                      logits[None].clone())[0]
+        kept_tokens = int(kept.sum())
+        kept_mass = shortest32(torch.softmax(before_p, dim=-1)[kept].sum()[None])[0]
+    else:
         logp_final = torch.full_like(logits, float("-inf"))
         logp_final[token] = 0.0
     top = torch.topk(logits, min(settings.top_candidates, logits.numel()))
@@ -76,7 +85,8 @@ def describe(logits: torch.Tensor, token: int, logp_final: torch.Tensor | None, 
     p_model, p_final = shortest32(chosen)
     return Choice(token_id=token, candidates=candidates,
                   rank=int((logits > logits[token]).sum()), p_model=p_model, p_final=p_final,
-                  entropy=entropy(logp_final), entropy_model=entropy(logp_model))
+                  entropy=entropy(logp_final), entropy_model=entropy(logp_model),
+                  kept_tokens=kept_tokens, kept_mass=kept_mass)
 
 
 def shortest32(values: torch.Tensor) -> list[float]:

@@ -135,6 +135,11 @@ class Step:
     lens: list[LensGuess] | None = None
     observe_ms: float = 0.0     # watching this step: attention capture, logit lens, candidates, packing
     wait_ms: float = 0.0        # outside this run: another run's pass, the lab, a paused reader
+    # A sampled step (temperature > 0, not forced): how many tokens of the whole vocabulary the real
+    # top-k/top-p left to sample from, and their share of the distribution top-p cut (after
+    # temperature and top-k). None when greedy or forced.
+    kept_tokens: int | None = None
+    kept_mass: float | None = None
 
 
 @dataclass

@@ -79,6 +79,10 @@ def validate(trace: Trace, limits: Limits | None = None) -> Trace:
         for c in st.candidates:
             _between(c.id, 0, m.vocab_size - 1, f"{where}.candidates.id")
             _between(len(c.text), 0, 1_000, f"{where}.candidates.text")
+        if st.kept_tokens is not None:
+            _between(st.kept_tokens, 1, m.vocab_size, f"{where}.kept_tokens")
+        if st.kept_mass is not None:
+            _between(st.kept_mass, 0, 1.0001, f"{where}.kept_mass")
         if st.lens is not None:
             _between(len(st.lens), 0, m.layers, f"{where}.lens")
             for g in st.lens:

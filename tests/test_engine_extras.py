@@ -61,3 +61,16 @@ def test_kv_projection_uses_public_configs(engine):
     own = [r for r in rows if "this model" in r["model"] and r["context"] == 4096][0]
     assert own["kv_bytes"] == kv_bytes(30, 3, 64, 4096, 4)
     assert {r["model"].split(" ")[0] for r in rows} >= {s.name for s in PUBLIC_MODELS}
+
+
+def test_each_sampled_step_records_what_the_real_top_p_kept(engine):
+    """kept_tokens / kept_mass come from the real cut over the whole vocabulary (not the stored top
+    20): the mass reaches top_p, the count is within top-k, and a greedy run records none."""
+    from engine import Settings, run_trace
+    sampled = run_trace(engine, "Tell me a story.", Settings(max_new_tokens=6, temperature=0.9, top_k=50,
+                                                             top_p=0.8, seed=3))
+    for s in sampled.steps:
+        assert 1 <= s.kept_tokens <= 50 and 0.8 <= s.kept_mass <= 1.0001
+        assert s.chosen_p_final > 0
+    greedy = run_trace(engine, "Tell me a story.", Settings(max_new_tokens=3))
+    assert all(s.kept_tokens is None and s.kept_mass is None for s in greedy.steps)

@@ -105,6 +105,11 @@ def sampling_view(trace: Trace, step, temperature, top_k, top_p, seed, lang: str
                           int(seed or 0))
     except (TypeError, ValueError) as exc:
         raise gr.Error(str(exc)) from None
-    settings = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "step": step}
+    run = trace.steps[step]
+    settings = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "step": step,
+                # what the real run's sampling did at this step, over the whole vocabulary
+                "real": {"temperature": trace.settings.temperature, "top_k": trace.settings.top_k,
+                         "top_p": trace.settings.top_p, "kept": run.kept_tokens, "mass": run.kept_mass,
+                         "forced": run.forced, "vocab": trace.model.vocab_size}}
     return (chart_or_notice(sampling.playground_chart, rows, lang=lang),
             sampling.survivors_html(rows, settings, lang=lang))

@@ -112,4 +112,20 @@ def survivors_html(rows: list[dict], settings: dict, lang: str = "en") -> str:
         ("tbt-kept tbt-chosen", "sampled")))
     return (f'<div class="tbt tbt-survivors"><p>{esc(cover)}</p><ul>{lines}</ul>'
             f'<div class="tbt-surv-chips">{"".join(chips)}</div>'
-            f'<div class="tbt-legend">{legend}</div></div>')
+            f'<div class="tbt-legend">{legend}</div>{real_run_html(settings.get("real"), n, lang)}</div>')
+
+
+def real_run_html(real: dict | None, shown: int, lang: str) -> str:
+    """Beside the playground (which cuts among the stored top candidates, renormalised): what the
+    real run's sampling kept at this step, over the model's whole vocabulary."""
+    if not real:
+        return ""
+    if real.get("forced"):
+        text = label("real_forced", lang)
+    elif real.get("kept") is None:
+        text = label("real_greedy", lang, n=shown)
+    else:
+        text = label("real_kept", lang, t=real["temperature"], k=real["top_k"] or label("surv_off", lang),
+                     p=real["top_p"] if real["top_p"] < 1 else label("surv_off", lang), kept=f"{real['kept']:,}",
+                     vocab=f"{real['vocab']:,}", mass=fmt_p(real["mass"]), n=shown)
+    return f'<p class="tbt-real-run">{esc(text)}</p>'
