@@ -10,6 +10,8 @@ VISUALS = {0: "#wt-compare", 1: "#wt-heatmap", 2: "#wt-kv", 3: "#wt-candidates",
            5: "#wt-lab", 6: "#wt-reasoning-chart", 7: "#wt-playground"}
 SOURCE = {"en-US": "recording", "zh-CN": "录制版本"}
 NEXT = {"en-US": "Next", "zh-CN": "下一步"}
+VERDICT = {"en-US": "Checked against the right answer, 12", "zh-CN": "对照正确答案 7"}
+WRONG = {"en-US": "wrong", "zh-CN": "错误"}      # the recorded normal answers (2; 12) are wrong
 
 
 @pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
@@ -35,6 +37,9 @@ def test_walk_all_steps_with_the_keyboard(browser, app_url, output_dir, locale):
             # nothing still re-rendering (Gradio fades pending components)
             page.wait_for_function("() => !document.querySelector('.pending:not(.step-button)')", timeout=30_000)
             page.screenshot(path=str(shots / f"walkthrough-{locale[:2]}-{step + 1}.png"))
+            if step == 6:            # chapter 7 checks both answers against the right one, plainly
+                verdict = page.inner_text("#wt-verdict")
+                assert VERDICT[locale] in verdict and WRONG[locale] in verdict, verdict
             page.keyboard.press("ArrowRight" if step % 2 == 0 else "PageDown")
             if step < 7:
                 page.wait_for_selector(f"#wt-step-{step + 1}", state="visible", timeout=10_000)

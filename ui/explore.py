@@ -44,7 +44,7 @@ def first_word(trace) -> int:
 def is_recording(trace) -> bool:
     """Whether a trace is one of the walkthrough's recordings (what the chapters show before a run)."""
     return any(trace.created == r.created and trace.prompt.raw == r.prompt.raw
-               for lang in ("en", "zh") for r in (recorded(lang)["normal"],))
+               for lang in ("en", "zh") for r in (recorded(lang)["next"],))
 
 
 def recording_html(trace, lang: str) -> str:
@@ -166,7 +166,7 @@ class Explore:
         Returns the trace on show, then every view."""
         lang = inputs[-1]
         if trace is None or is_recording(trace):
-            trace = recorded(lang)["normal"]
+            trace = recorded(lang)["next"]
             return [trace, *self.render(trace, *inputs, write_file=False, recording=True)]
         return [gr.skip(), *self.render(trace, *inputs, write_file=False)]
 

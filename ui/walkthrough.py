@@ -12,8 +12,9 @@ from functools import lru_cache
 
 import gradio as gr
 
-from engine import EngineError
-from engine.trace import Trace
+from engine import EngineError, stream_trace
+from engine.evaluation import QUESTIONS, answer_text, answered, is_correct, read_answer
+from engine.trace import Settings, Trace
 from viz import attention, decode, html, kv, speed
 from viz import reasoning as rviz
 from viz.sampling import playground_chart
@@ -41,15 +42,42 @@ document.addEventListener('keydown', (e) => {
 """
 
 
+KINDS = ("next", "normal", "reasoning")
+NEXT_TOKENS = 24                     # the next-token example's length, as recorded (assets/traces/manifest.json)
+
+
 @lru_cache(maxsize=4)
 def recorded(lang: str) -> dict[str, Trace]:
-    """The recorded normal and reasoning traces of the walkthrough prompt in `lang`."""
-    return {mode: Trace.from_json((ASSETS / "traces" / f"{lang}-{mode}.json").read_text(encoding="utf-8"))
-            for mode in ("normal", "reasoning")}
+    """The walkthrough's recordings in `lang`: "next" (the next-token example, raw text, for
+    chapters 1-5 and 8) and "normal" / "reasoning" (one built-in question, for chapter 7)."""
+    return {kind: Trace.from_json((ASSETS / "traces" / f"{lang}-{kind}.json").read_text(encoding="utf-8"))
+            for kind in KINDS}
 
 
-def prompt_of(lang: str) -> str:
-    return strings.walkthrough()["prompt"][lang]
+def prompt_of(lang: str, kind: str = "next") -> str:
+    """The next-token example ("next") or chapter 7's question ("question") in `lang`."""
+    return strings.walkthrough()["prompt"][kind][lang]
+
+
+def verdict_md(normal: Trace, reasoning: Trace, lang: str) -> str:
+    """Chapter 7 says plainly whether each mode's answer is right, and what the right one is."""
+    question = next((q for q in QUESTIONS if q.text == normal.prompt.raw), None)
+    if question is None:
+        return ""
+
+    def said(trace: Trace) -> str:
+        if not answered(trace):
+            return text("wt_no_answer", lang)
+        got = read_answer(question, answer_text(trace))
+        if got is None:
+            return text("wt_no_answer", lang)
+        right = is_correct(question, answer_text(trace))
+        return text("wt_answer_right" if right else "wt_answer_wrong", lang).format(answer=got)
+    verdict = text("wt_verdict", lang).format(normal=said(normal), reasoning=said(reasoning),
+                                              expected=question.answer)
+    if reasoning.reasoning == "scaffold":
+        verdict += text("wt_scaffold_note", lang).format(model=reasoning.model.id.split(":")[-1])
+    return verdict
 
 
 class Walkthrough:
@@ -61,27 +89,28 @@ class Walkthrough:
         """Every step's visual, from the live traces if there are any, else the recording."""
         from engine.sampling import playground   # torch-side: transformers' own warpers
         traces = live or recorded(lang)
-        normal, reasoning = traces["normal"], traces["reasoning"]
+        example, normal, reasoning = traces["next"], traces["normal"], traces["reasoning"]
         size = (440, 230) if present else (500, 260)   # fits a 1280x720 screen next to the text
 
         def draw(fn, *args):
             return presentable(chart_or_notice(fn, *args, lang=lang), size, big=present)
 
-        unsure = least_sure_step(normal)
-        rows = playground(normal.steps[unsure].candidates, 1.0, 10, 0.9) if normal.steps else []
+        unsure = least_sure_step(example)
+        rows = playground(example.steps[unsure].candidates, 1.0, 10, 0.9) if example.steps else []
         lab = recorded_results()
         source = (text("wt_live", lang).format(date=str((lab or {}).get("created", "?"))[:10]) if live else
-                  text("wt_recorded", lang).format(date=normal.created[:10], device=normal.model.device))
+                  text("wt_recorded", lang).format(date=example.created[:10], device=example.model.device))
         return [
             source,
-            html.compare_html(*self.actions.comparison(normal), lang=lang),
-            draw(attention.heatmap, normal, normal.model.layers // 2, None),
-            draw(kv.kv_growth_chart, normal),
-            draw(decode.candidates_chart, normal, unsure), html.output_html(normal, unsure, lang=lang),
-            draw(speed.timeline_chart, normal), html.speed_html(normal, lang=lang),
+            html.compare_html(*self.actions.comparison(example), lang=lang),
+            draw(attention.heatmap, example, example.model.layers // 2, None),
+            draw(kv.kv_growth_chart, example),
+            draw(decode.candidates_chart, example, unsure), html.output_html(example, unsure, lang=lang),
+            draw(speed.timeline_chart, example), html.speed_html(example, lang=lang),
             draw(self.lab_chart, lab), lab_viz.quality_line(lab, lang) if lab else "",
             draw(rviz.compare_timeline, normal, reasoning),
             rviz.reasoning_html(normal, lang), rviz.reasoning_html(reasoning, lang),
+            verdict_md(normal, reasoning, lang),
             draw(playground_chart, rows[:10]),
         ]
 
@@ -92,18 +121,23 @@ class Walkthrough:
         return lab_viz.kv_chart(lab, lang=lang)
 
     def run_live(self, lang, present, model_id, request: gr.Request):
-        """Run the walkthrough prompt now on the visitor's model, normal and reasoning side by side,
-        then redraw every step."""
-        prompt = prompt_of(lang)
+        """Run the walkthrough now on the visitor's model: the next-token example as raw text, then
+        chapter 7's question in normal and reasoning mode side by side; then redraw every step."""
+        def running(n: int) -> list:
+            return [gr.skip(), text("wt_running", lang).format(n=n), *[gr.skip()] * (self.outputs - 1)]
         try:
             engine = self.models.get(model_id)
-            for normal, reasoning, finished in interleave(engine, prompt, 48, 40, attention=True):
+            example = None
+            for event in stream_trace(engine, prompt_of(lang), Settings(
+                    max_new_tokens=NEXT_TOKENS, chat_template=False, attention=True, logit_lens=True)):
+                example = event.trace
+                yield running(len(example.steps))
+            for normal, reasoning, finished in interleave(engine, prompt_of(lang, "question"), 48, 40):
                 if finished:
-                    live = {"normal": normal, "reasoning": reasoning}
+                    live = {"next": example, "normal": normal, "reasoning": reasoning}
                     yield [live, *self.views(live, lang, present)]
                 else:
-                    yield [gr.skip(), text("wt_running", lang).format(n=len(normal.steps) + len(reasoning.steps)),
-                           *[gr.skip()] * (self.outputs - 1)]
+                    yield running(len(example.steps) + len(normal.steps) + len(reasoning.steps))
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
 
@@ -164,7 +198,8 @@ def _visual(i: int) -> list:
         return [plot("lab"), gr.Markdown(elem_id="wt-quality", elem_classes="tbt-hint")]
     if i == 6:
         chart = plot("reasoning-chart")
+        verdict = gr.Markdown(elem_id="wt-verdict")          # right under the chart, before the texts
         with gr.Row():
             columns = [gr.HTML(elem_id="wt-normal"), gr.HTML(elem_id="wt-reasoning")]
-        return [chart, *columns]
+        return [chart, *columns, verdict]
     return [plot("playground")]
