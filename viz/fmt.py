@@ -98,3 +98,21 @@ def short(text: str, limit: int = 14) -> str:
 def esc(text: object) -> str:
     """HTML-escape anything for text or a quoted attribute value."""
     return html.escape(str(text), quote=True)
+
+
+def wrap_lines(lines: list[str], width: int = 64) -> list[str]:
+    """Chart subtitle lines wrapped to about `width` columns (a CJK character counts two), so a
+    long reading does not push the chart wider than its frame."""
+    out: list[str] = []
+    for line in lines:
+        current, used = "", 0
+        for piece in re.findall(r"[\u3000-\u9fff\uff00-\uffef]|[^\s\u3000-\u9fff\uff00-\uffef]+\s*|\s+", line):
+            size = sum(2 if "\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef" else 1 for ch in piece)
+            if used + size > width and current.strip():
+                out.append(current.rstrip())
+                current, used = "", 0
+            current += piece
+            used += size
+        if current.strip():
+            out.append(current.rstrip())
+    return out

@@ -7,7 +7,7 @@ import pandas as pd
 
 from engine.trace import Trace
 
-from .fmt import esc, fmt_ms, fmt_rate
+from .fmt import esc, fmt_ms, fmt_rate, wrap_lines
 from .labels import label
 from .theme import BLUE, GREY, INK, ORANGE, PURPLE
 
@@ -131,10 +131,12 @@ def eval_chart(result: dict, lang: str = "en") -> alt.HConcatChart:
     bars = base.mark_bar(color=PURPLE).encode(
         x=x, y=alt.Y("accuracy:Q", title=label("accuracy", lang), scale=alt.Scale(domain=[0, 1]),
                      axis=alt.Axis(format="%")), tooltip=tooltip)
-    interval = base.mark_errorbar(color=INK, ticks=True).encode(
+    interval = base.mark_rule(color=INK, strokeWidth=2).encode(
         x=x, y=alt.Y("ci_low:Q", title=label("accuracy", lang)), y2="ci_high:Q", tooltip=tooltip)
-    accuracy = alt.layer(bars, interval, title=alt.Title(label("eval_accuracy_title", lang),
-                                                         subtitle=[sub, *eval_reading(result, lang)]))
+    ends = [base.mark_tick(color=INK, size=18, thickness=2).encode(x=x, y=f"{end}:Q", tooltip=tooltip)
+            for end in ("ci_low", "ci_high")]
+    accuracy = alt.layer(bars, interval, *ends, title=alt.Title(label("eval_accuracy_title", lang),
+                                                         subtitle=wrap_lines([sub, *eval_reading(result, lang)], 58)))
     times = frame.melt(id_vars=["budget_label"], value_vars=["mean_e2e_ms", "mean_time_to_first_answer_ms"],
                        var_name="measure", value_name="ms").dropna(subset=["ms"])
     times["measure"] = times["measure"].map({"mean_e2e_ms": label("mean_e2e", lang),
