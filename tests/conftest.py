@@ -98,6 +98,9 @@ def page(browser, app_url):
     page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
     page.goto(app_url)
     page.wait_for_selector("#prompt textarea", timeout=60_000)
+    # the page's first draw (the recording, in the page's language) is done: a test's own upload or
+    # run cannot be overwritten by it
+    page.wait_for_selector("#output .tbt-recording", timeout=60_000)
     yield page
     context.close()
 

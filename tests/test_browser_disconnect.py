@@ -30,6 +30,7 @@ def test_closing_the_tab_mid_run_frees_the_engine(browser, app_url):
     page = context.new_page()
     page.goto(app_url)
     page.wait_for_selector("#prompt textarea", timeout=60_000)
+    page.wait_for_selector("#output .tbt-recording", timeout=60_000)   # the first draw is done
     page.fill("#prompt textarea", "Write a long story about a robot who learns to paint, with many details.")
     page.click("#run")
     page.wait_for_selector("#output .tbt-step", timeout=60_000)   # tokens are streaming

@@ -62,6 +62,7 @@ def zero_page(browser, zero_app):
     page = context.new_page()
     page.goto(url)
     page.wait_for_selector("#prompt textarea", timeout=60_000)
+    page.wait_for_selector("#output .tbt-recording", timeout=60_000)   # the first draw is done
     yield page
     context.close()
 

@@ -57,8 +57,8 @@ def glossary() -> list[dict]:
 
 
 def every_text() -> dict[str, dict[str, str]]:
-    """Every entry of the catalogue by a unique name ("page:key", "charts:key", "walkthrough:prompt")."""
+    """Every entry of the catalogue by a unique name ("page:key", "charts:key", "walkthrough:prompt:next")."""
     texts = {f"page:{k}": v for k, v in page().items()}
     texts.update({f"charts:{k}": v for k, v in charts().items()})
-    texts["walkthrough:prompt"] = walkthrough()["prompt"]
+    texts.update({f"walkthrough:prompt:{k}": v for k, v in walkthrough()["prompt"].items()})
     return texts
