@@ -251,6 +251,8 @@ def test_controls_and_clicks_redraw_their_views(page, shots):
 
 def test_reasoning_columns_stream_side_by_side(page, shots):
     page.get_by_role("tab", name="7 · Reasoning").click()
+    assert "recording" in page.inner_text("#r-note")          # before a run: the recorded comparison
+    assert "Checked against the right answer, 12" in page.inner_text("#r-note")
     page.fill("#r-prompt textarea", "What is 17 + 25?")
     page.click("#r-run")
     # both columns have text while both runs are still going (neither waits for the other)
@@ -259,7 +261,12 @@ def test_reasoning_columns_stream_side_by_side(page, shots):
         " return el && el.querySelector('.tbt-caret') && el.querySelector('.tbt-prose') &&"
         " el.querySelector('.tbt-prose').innerText.trim().length > 0; })", timeout=60_000)
     page.screenshot(path=str(shots / "reasoning-streaming.png"), full_page=True)
-    page.wait_for_selector("#r-timeline .vega-embed .marks", timeout=180_000)
+    # finished: no caret left, the recording's note replaced by the check of this question's answer
+    page.wait_for_function("() => !document.querySelector('#r-normal .tbt-caret, #r-reasoning .tbt-caret') &&"
+                           " document.querySelector('#r-note').innerText.includes('right answer, 42')",
+                           timeout=180_000)
+    page.wait_for_selector("#r-timeline .vega-embed .marks", timeout=30_000)
+    assert "recording" not in page.inner_text("#r-note")
     assert "scaffolded thinking" in page.inner_text("#r-reasoning")
     assert page.locator("#r-reasoning details.tbt-thinking").count() == 1
     page.screenshot(path=str(shots / "reasoning.png"), full_page=True)
@@ -273,5 +280,8 @@ def test_before_a_run_the_chapters_show_the_recording(page):
     assert page.locator("#prompt-chips .tbt-chip").count() > 10
     open_tab(page, "2 · Prefill", ["#heatmap"])
     open_tab(page, "5 · Speed", ["#timeline", "#step-times"])
+    page.get_by_role("tab", name="Trace file").click()
+    page.wait_for_selector("#download a", timeout=10_000)          # the recording's own file
+    assert "en-next" in page.inner_text("#download")
     run_prompt(page, "Hi!", max_tokens=4)
     assert page.locator("#output .tbt-recording").count() == 0

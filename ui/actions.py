@@ -173,4 +173,4 @@ class Actions:
                               progress=lambda f, d: progress(f, desc=d))
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
-        return speed.ttft_vs_length_chart(rows, lang=lang)
+        return gr.Plot(speed.ttft_vs_length_chart(rows, lang=lang), visible=True)

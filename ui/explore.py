@@ -47,6 +47,11 @@ def is_recording(trace) -> bool:
                for lang in ("en", "zh") for r in (recorded(lang)["next"],))
 
 
+def recording_file(lang: str) -> str:
+    """The recording on show, as its trace file (the download box is never empty)."""
+    return str(ASSETS / "traces" / f"{lang}-next.json")
+
+
 def recording_html(trace, lang: str) -> str:
     """The output area while the chapters show a recording: what it is, and how to run your own."""
     template = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", escape(text("explore_recording", lang), quote=False))
@@ -117,7 +122,7 @@ class Explore:
                 self.speed_cards = gr.HTML(elem_id="speed-cards")
                 self.timeline, self.step_times = plot("timeline"), plot("step-times")
                 self.sweep_btn = gr.Button(t("sweep"), elem_id="sweep")
-                self.sweep_plot = plot("sweep-plot")
+                self.sweep_plot = gr.Plot(show_label=False, elem_id="sweep-plot", visible=False)  # until measured
             with gr.Tab(t("tab_lab"), id="lab"):
                 lab_tab.build(actions.models, model_id, lang)
             with gr.Tab(t("tab_reasoning"), id="reasoning"):
@@ -190,7 +195,7 @@ class Explore:
                 *prefill_view(trace, layer, head, q, lang), *kv_view(trace, lang),
                 *decode_view(trace, last, d_layer, d_head, lang), *speed_view(trace, lang),
                 *sampling_view(trace, unsure, temperature, top_k, top_p, seed, lang),
-                actions.trace_file(trace) if write_file else gr.skip(),
+                actions.trace_file(trace) if write_file else recording_file(lang) if recording else gr.skip(),
                 gr.update(maximum=max(last, 1), value=last), gr.update(maximum=max(last, 1), value=unsure),
                 gr.update(maximum=max(mapped, 1), value=q), *actions.embedding(trace, word, lang),
                 # the marker tells a watcher (and the browser test) that every chapter is drawn

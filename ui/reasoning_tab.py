@@ -18,6 +18,7 @@ from viz.notice import notice_chart
 
 from .gpu import for_tokens, on_gpu, stop_cancels
 from .i18n import t, text
+from .walkthrough import recorded, verdict_md
 from .runs import ENGINE_CONCURRENCY, KeptFiles, StopFlags, background
 
 RECORDED = Path(__file__).resolve().parent.parent / "assets" / "eval" / "smollm2-cpu.json"
@@ -45,7 +46,9 @@ class ReasoningTab:
                     chart = rviz.compare_timeline(normal, reasoning, lang) if finished else gr.skip()
                     yield (rviz.reasoning_html(normal, lang), rviz.reasoning_html(reasoning, lang),
                            gr.Dataframe(rviz.comparison_table(normal, reasoning, lang), visible=True),
-                           gr.Plot(chart, visible=True) if finished else gr.skip())
+                           gr.Plot(chart, visible=True) if finished else gr.skip(),
+                           # a built-in question is checked against its answer (else nothing is said)
+                           verdict_md(normal, reasoning, lang) if finished else "", False)
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
 
@@ -79,6 +82,18 @@ class ReasoningTab:
         self.flags.stop_tab(request)
 
 
+def recording_values(lang: str) -> tuple:
+    """(normal column, reasoning column, table, timeline, note) of the walkthrough's recorded
+    comparison: what the tab shows before the visitor runs one (never empty columns)."""
+    rec = recorded(lang)
+    normal, reasoning = rec["normal"], rec["reasoning"]
+    source = text("r_recording", lang).format(prompt=normal.prompt.raw, date=normal.created[:10],
+                                              device=normal.model.device)
+    return (rviz.reasoning_html(normal, lang), rviz.reasoning_html(reasoning, lang),
+            rviz.comparison_table(normal, reasoning, lang), rviz.compare_timeline(normal, reasoning, lang),
+            f"{source}\n\n{verdict_md(normal, reasoning, lang)}")
+
+
 def recorded_result() -> dict | None:
     try:
         return json.loads(RECORDED.read_text(encoding="utf-8"))
@@ -99,16 +114,18 @@ def build(models, model_id, lang) -> None:
     with gr.Row():
         run = gr.Button(t("run_both"), variant="primary", elem_id="r-run")
         stop = gr.Button(t("stop"), variant="stop", elem_id="r-stop")
+    first = recording_values("en")         # the recording until this visitor runs a comparison
+    on_recording = gr.State(True)
+    note = gr.Markdown(first[4], elem_id="r-note")
     with gr.Row(equal_height=False):
         with gr.Column():
             gr.Markdown(t("normal_head"))
-            normal_html = gr.HTML(elem_id="r-normal")
+            normal_html = gr.HTML(first[0], elem_id="r-normal")
         with gr.Column():
             gr.Markdown(t("reasoning_head"))
-            reasoning_html = gr.HTML(elem_id="r-reasoning")
-    # shown once a comparison has run (an empty table and chart would only be frames)
-    table = gr.Dataframe(label=t("side_by_side"), interactive=False, elem_id="r-table", visible=False)
-    timeline = gr.Plot(show_label=False, elem_id="r-timeline", visible=False)
+            reasoning_html = gr.HTML(first[1], elem_id="r-reasoning")
+    table = gr.Dataframe(first[2], label=t("side_by_side"), interactive=False, elem_id="r-table")
+    timeline = gr.Plot(first[3], show_label=False, elem_id="r-timeline")
 
     gr.Markdown(t("ttc_intro"))
     with gr.Row():
@@ -125,12 +142,16 @@ def build(models, model_id, lang) -> None:
                         value=str(RECORDED) if recorded else None)
 
     both = gr.on([run.click, prompt.submit], on_gpu(tab.stream_both, for_tokens((1, 2))),
-                 [prompt, budget, answer_tokens, model_id, lang], [normal_html, reasoning_html, table, timeline],
+                 [prompt, budget, answer_tokens, model_id, lang],
+                 [normal_html, reasoning_html, table, timeline, note, on_recording],
                  concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine", api_visibility="private")
     evaluation = eval_btn.click(on_gpu(tab.run_eval, 900), [budgets, limit, model_id, lang],
                                 [shown, eval_plot, eval_table, eval_file, eval_note],
                                 concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine", api_visibility="private")
     stop.click(tab.stop, None, None, queue=False, api_visibility="private", **stop_cancels(both, evaluation))
-    # the page's language became known or changed: the evaluation's chart and table follow it
+    # the page's language became known or changed: the evaluation's chart and table follow it, and
+    # so does the recorded comparison while it is on show
     lang.change(ReasoningTab.eval_views, [shown, lang], [eval_plot, eval_table], queue=False,
                 api_visibility="private")
+    lang.change(lambda on, lg: recording_values(lg) if on else [gr.skip()] * 5, [on_recording, lang],
+                [normal_html, reasoning_html, table, timeline, note], queue=False, api_visibility="private")
