@@ -108,6 +108,7 @@ def test_upload_claiming_40_million_positions_is_refused_and_the_page_still_work
     page.wait_for_selector("text=prefill_tokens", timeout=20_000)
     page.reload()                                   # the server is still there: a good file loads
     page.wait_for_selector("#prompt textarea", timeout=60_000)
+    page.wait_for_selector("#output .tbt-recording", timeout=60_000)   # the page's first draw is done
     page.get_by_role("tab", name="Trace file").click()
     page.set_input_files("#upload input[type=file]",
                          str(Path(__file__).parent / "fixtures" / "trace_zh.json"))
