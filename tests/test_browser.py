@@ -286,3 +286,25 @@ def test_before_a_run_the_chapters_show_the_recording(page):
     assert "en-next" in page.inner_text("#download")
     run_prompt(page, "Hi!", max_tokens=4)
     assert page.locator("#output .tbt-recording").count() == 0
+
+
+def test_a_loaded_file_says_so_and_a_clicked_token_moves_every_step_view(page, tmp_path):
+    """Loading a file: the status names it and the prompt box holds its prompt. Clicking an answer
+    token: Decode comes forward on that step, and Sampling shows the same step."""
+    src = Path(__file__).parent / "fixtures" / "trace_en_sampled.json"
+    path = tmp_path / "my-run.json"
+    path.write_bytes(src.read_bytes())
+    page.get_by_role("tab", name="Trace file").click()
+    page.set_input_files("#upload input[type=file]", str(path))
+    page.wait_for_selector("#output .tbt-rendered", state="attached", timeout=60_000)
+    assert "Viewing the file" in page.inner_text("#status") and "my-run" in page.inner_text("#status")
+    from engine import Trace
+    trace = Trace.from_json(src.read_text(encoding="utf-8"))
+    assert page.input_value("#prompt textarea") == trace.prompt.raw
+    page.locator("#output .tbt-step[data-step='2']").click()
+    page.wait_for_function("() => document.querySelector('#step input[type=number]')?.value === '2'",
+                           timeout=15_000)
+    page.wait_for_selector("#step-facts", state="visible", timeout=10_000)      # Decode came forward
+    page.get_by_role("tab", name="8 · Sampling").click()
+    page.wait_for_function("() => document.querySelector('#survivors').innerText.includes('real run')",
+                           timeout=15_000)

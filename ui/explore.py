@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from html import escape
+from pathlib import Path
 
 import gradio as gr
 
@@ -12,7 +13,7 @@ from engine.request import APP_DEFAULTS
 from viz import html
 
 from . import lab_tab, reasoning_tab
-from .actions import Actions
+from .actions import Actions, status_md
 from .gpu import for_tokens, on_gpu, stop_cancels
 from .i18n import ASSETS, t, text
 from .runs import ENGINE_CONCURRENCY
@@ -92,7 +93,7 @@ class Explore:
                 self.output = gr.HTML(elem_id="output", js_on_load=CLICK_JS)
                 self.status = gr.Markdown(elem_id="status")
 
-        with gr.Tabs():
+        with gr.Tabs() as self.chapters:
             with gr.Tab(t("tab_tokens"), id="tokens"):
                 self.prompt_chips = gr.HTML(elem_id="prompt-chips", js_on_load=CLICK_JS)
                 self.compare = gr.HTML(elem_id="compare")
@@ -150,6 +151,15 @@ class Explore:
                 self.playground, self.survivors, self.download, self.step, self.s_step, self.query,
                 self.embedding_plot, self.neighbors, self.output, self.layer, self.head, self.d_layer, self.d_head]
 
+    def load_file(self, path, lang):
+        """A visitor's trace file: the trace, a status line that says a file is on show (its name,
+        model, when and where it was recorded, then its figures), and its prompt in the box."""
+        trace = self.actions.load(path)
+        banner = text("viewing_file", lang).format(
+            name=escape(Path(path).name), model=escape(trace.model.id), date=escape(trace.created[:10]),
+            device=escape(trace.model.device))
+        return trace, f"{banner}  \n{status_md(trace, lang)}", trace.prompt.raw
+
     def prompt_info(self, lang: str) -> str:
         limits = self.actions.engine.limits
         return text("prompt_info", lang).format(chars=f"{limits.max_prompt_chars:,}",
@@ -185,7 +195,9 @@ class Explore:
         # the sampling playground opens on the step where the model was least sure
         unsure = least_sure_step(trace)
         mapped = (trace.attention.prefill_tokens if trace.attention else len(trace.prompt.tokens)) - 1
-        q = min(int(query or 0), mapped)
+        # a new trace opens the head view on its last prompt token (it sees the whole prompt; token
+        # 0 sees only itself); a relabel keeps the visitor's choice
+        q = mapped if write_file or recording else min(int(query or 0), mapped)
         # the layer and head controls follow the model of the trace on screen (a file from another
         # model can have more or fewer of them than the model this page runs)
         layers, heads = trace.model.layers, head_choices(trace.model.heads)
@@ -213,25 +225,34 @@ class Explore:
                     outputs=[self.trace, self.output, self.status, self.prompt_chips], **ENGINE, **PRIVATE)
         run.then(self.render_all, self.render_inputs, self.views, **PRIVATE)
         self.stop_btn.click(actions.stop, None, None, queue=False, **PRIVATE, **stop_cancels(run))
-        self.upload.upload(actions.load, self.upload, self.trace, **PRIVATE).success(
+        self.upload.upload(self.load_file, [self.upload, self.lang], [self.trace, self.status, self.prompt],
+                           **PRIVATE).success(
             self.render_all, self.render_inputs, self.views, **PRIVATE)
 
         prefill_in = [self.trace, self.layer, self.head, self.query, self.lang]
+        # a drag redraws once for its last value, not once per tick (trigger_mode="always_last")
         for control in (self.layer, self.head, self.query):
             control.input(lambda tr, *a: prefill_view(tr, *a) if tr else [gr.skip()] * 3, prefill_in,
-                          [self.prefill_facts, self.heatmap, self.head_view], **PRIVATE)
+                          [self.prefill_facts, self.heatmap, self.head_view], trigger_mode="always_last",
+                          **PRIVATE)
         decode_out = [self.step_facts, self.candidates, self.attention_row, self.lens]
         for control in (self.step, self.d_layer, self.d_head):
             control.input(lambda tr, *a: decode_view(tr, *a) if tr else [gr.skip()] * 4,
-                          [self.trace, self.step, self.d_layer, self.d_head, self.lang], decode_out, **PRIVATE)
+                          [self.trace, self.step, self.d_layer, self.d_head, self.lang], decode_out,
+                          trigger_mode="always_last", **PRIVATE)
 
-        def pick_step(tr, d_layer, d_head, lang, evt: gr.EventData):
+        def pick_step(tr, d_layer, d_head, temperature, top_k, top_p, seed, lang, evt: gr.EventData):
+            """A click on an answer token: every view that depends on the step follows it (Decode and
+            Sampling), and the Decode chapter comes forward."""
             if tr is None:
-                return [gr.skip()] * 6
-            index = int(evt.index)
-            return [gr.update(value=index), gr.update(value=index), *decode_view(tr, index, d_layer, d_head, lang)]
-        self.output.click(pick_step, [self.trace, self.d_layer, self.d_head, self.lang],
-                          [self.step, self.s_step, *decode_out], **PRIVATE)
+                return [gr.skip()] * 9
+            index = clamp(int(evt.index), max(len(tr.steps) - 1, 0))
+            return [gr.update(value=index), gr.update(value=index), *decode_view(tr, index, d_layer, d_head, lang),
+                    *sampling_view(tr, index, temperature, top_k, top_p, seed, lang), gr.Tabs(selected="decode")]
+        self.output.click(pick_step, [self.trace, self.d_layer, self.d_head, self.s_temperature, self.s_top_k,
+                                      self.s_top_p, self.s_seed, self.lang],
+                          [self.step, self.s_step, *decode_out, self.playground, self.survivors, self.chapters],
+                          **PRIVATE)
 
         def pick_token(tr, lang, evt: gr.EventData):
             if tr is None:
@@ -244,6 +265,6 @@ class Explore:
                        self.lang]
         for control in (self.s_step, self.s_temperature, self.s_top_k, self.s_top_p, self.s_seed):
             control.input(lambda tr, *a: sampling_view(tr, *a) if tr else [gr.skip()] * 2, sampling_in,
-                          [self.playground, self.survivors], **PRIVATE)
+                          [self.playground, self.survivors], trigger_mode="always_last", **PRIVATE)
         self.sweep_btn.click(on_gpu(actions.sweep, 120), [self.prompt, self.model_id, self.lang], self.sweep_plot,
                              **ENGINE, **PRIVATE)

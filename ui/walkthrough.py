@@ -105,7 +105,8 @@ class Walkthrough:
             html.compare_html(*self.actions.comparison(example), lang=lang),
             draw(attention.heatmap, example, example.model.layers // 2, None),
             draw(kv.kv_growth_chart, example),
-            draw(decode.candidates_chart, example, unsure), html.output_html(example, unsure, lang=lang),
+            # the step the narration talks about: the word right after "then he" / "接着他"
+            draw(decode.candidates_chart, example, 0), html.output_html(example, 0, lang=lang),
             draw(speed.timeline_chart, example), html.speed_html(example, lang=lang),
             draw(self.lab_chart, lab), lab_viz.quality_line(lab, lang) if lab else "",
             draw(rviz.compare_timeline, normal, reasoning),

@@ -13,9 +13,17 @@ from .labels import label
 from .theme import BLUE, GREY, INK, ORANGE, PURPLE
 
 
-def _phase_scale(lang: str) -> tuple[list[str], alt.Scale]:
+def _phase_scale(lang: str, thinking: bool = True) -> tuple[list[str], alt.Scale]:
+    """Colours of the phases; "thinking" only in the legend of a run that thought."""
     names = [label("lane_prefill", lang), label("phase_answer", lang), label("phase_thinking", lang)]
-    return names, alt.Scale(domain=names, range=[GREY, BLUE, PURPLE])
+    colours = [GREY, BLUE, PURPLE]
+    if not thinking:
+        names, colours = names[:2], colours[:2]
+    return names, alt.Scale(domain=names, range=colours)
+
+
+def _thought(trace: Trace) -> bool:
+    return any(s.phase == "thinking" for s in trace.steps)
 
 
 def _phase_names(steps: pd.DataFrame, lang: str) -> pd.Series:
@@ -41,7 +49,7 @@ def timeline_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
         steps.assign(lane=tokens_lane, phase=_phase_names(steps, lang), step=steps["step"].astype(str),
                      detail=[f"{label('forward_ms', lang)} {fmt_ms(f)}" for f in steps["forward_ms"]]),
     ], ignore_index=True)[["lane", "start_ms", "t_ms", "ms", "step", "token", "detail", "phase"]]
-    names, scale = _phase_scale(lang)
+    names, scale = _phase_scale(lang, _thought(trace))
     x = alt.X("start_ms:Q", title=label("ms_axis", lang), scale=alt.Scale(nice=False),
               axis=alt.Axis(format="d", labelOverlap="greedy", labelSeparation=8))
     gantt = alt.Chart(bars).mark_bar(stroke="white", strokeWidth=1, height={"band": 0.7}).encode(
@@ -82,7 +90,8 @@ def step_times_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
     bars = alt.Chart(steps).mark_bar().encode(
         x=x, y=alt.Y("ms:Q", title=label("ms_per_token", lang)),
         color=alt.Color("phase:N", title=label("step_ms", lang), legend=alt.Legend(orient="top"),
-                        scale=alt.Scale(domain=[first, answer, thinking], range=[GREY, BLUE, PURPLE])),
+                        scale=alt.Scale(domain=[first, answer, thinking], range=[GREY, BLUE, PURPLE])
+                        if _thought(trace) else alt.Scale(domain=[first, answer], range=[GREY, BLUE])),
         tooltip=tooltip)
     dots = alt.Chart(steps).mark_tick(color=INK, thickness=2).encode(
         x=x, y="forward_ms:Q", tooltip=tooltip)
