@@ -36,6 +36,13 @@ def model_line(i: ModelInfo, lang: str) -> str:
         kv=i.kv_heads, quant=quant, dtype=i.dtype, device=i.device, attn=i.attn_implementation)
 
 
+def model_plain(i: ModelInfo, lang: str) -> str:
+    """The model in plain words, first thing on the page (the technical line is behind a toggle)."""
+    device = {"cpu": "CPU"}.get(i.device.split(":")[0], "GPU")
+    return text("model_plain", lang).format(name=i.id.split(":")[-1].split("/")[-1], params=f"{i.parameters / 1e6:.0f}",
+                                            device=device)
+
+
 def caps_md(limits: Limits, lang: str) -> str:
     """The host's caps, as the visitor sees them."""
     return text("caps", lang).format(
@@ -50,15 +57,18 @@ def build(models: Models) -> gr.Blocks:
         with gr.Column(elem_id="tbt-header"):
             gr.Markdown(t("title"))
             with gr.Row():
-                line = gr.Markdown(model_line(models.engine.info, "en"), elem_id="model-line")
+                plain = gr.Markdown(model_plain(models.engine.info, "en"), elem_id="model-plain")
                 presenter = gr.Checkbox(label=t("presenter"), value=False, elem_id="presenter", scale=0,
                                         min_width=160)
             if models.notice:
                 gr.Markdown(models.notice, elem_id="model-notice")
             model_id = gr.Dropdown(models.allowed, value=models.default, label=t("model_choice"),
                                    visible=len(models.allowed) > 1, elem_id="model-choice")
-            gr.Markdown(t("language_hint"), elem_classes="tbt-hint")
-            caps = gr.Markdown(caps_md(models.engine.limits, "en"), elem_classes="tbt-hint", elem_id="caps")
+            # the jargon (architecture, dtype, kernel) and the host's caps, one click away
+            with gr.Accordion(t("technical"), open=False, elem_id="technical"):
+                line = gr.Markdown(model_line(models.engine.info, "en"), elem_id="model-line")
+                caps = gr.Markdown(caps_md(models.engine.limits, "en"), elem_classes="tbt-hint", elem_id="caps")
+                gr.Markdown(t("language_hint"), elem_classes="tbt-hint")
         sync = gr.HTML("", js_on_load=LANG_SYNC_JS, elem_id="lang-sync")
         with gr.Tabs(elem_id="top-tabs") as top:
             with gr.Tab(t("tab_explore"), id="explore"):
@@ -71,8 +81,9 @@ def build(models: Models) -> gr.Blocks:
             language, wants_present = lang_of(evt.lang), bool(evt.present) or current_present
             return [language, wants_present, gr.Tabs(selected="walkthrough") if wants_present else gr.skip(),
                     wants_present, caps_md(models.engine.limits, language),
-                    model_line(models.engine.info, language), gr.update(info=explore.prompt_info(language))]
-        sync.change(on_sync, [present], [lang, present, top, presenter, caps, line, explore.prompt],
+                    model_line(models.engine.info, language), model_plain(models.engine.info, language),
+                    gr.update(info=explore.prompt_info(language))]
+        sync.change(on_sync, [present], [lang, present, top, presenter, caps, line, plain, explore.prompt],
                     api_visibility="private").then(
             explore.relabel_all, explore.render_inputs, [explore.trace, *explore.views],
             api_visibility="private").then(

@@ -42,7 +42,8 @@ def run_prompt(page, prompt: str, max_tokens: int | None = None) -> dict:
     page.click("#run")
     page.wait_for_selector("#output .tbt-step", timeout=60_000)
     seen = {"steps_while_running": page.locator("#output .tbt-step").count(),
-            "caret_while_running": page.locator("#output .tbt-caret").count() > 0}
+            "caret_while_running": page.locator("#output .tbt-caret").count() > 0,
+            "stale_banner_while_running": page.locator("#stale").is_visible()}
     # the run's .then() draws every chapter and then marks the output as rendered
     page.wait_for_selector("#output .tbt-rendered", state="attached", timeout=180_000)
     return seen
@@ -284,8 +285,10 @@ def test_before_a_run_the_chapters_show_the_recording(page):
     page.get_by_role("tab", name="Trace file").click()
     page.wait_for_selector("#download a", timeout=10_000)          # the recording's own file
     assert "en-next" in page.inner_text("#download")
-    run_prompt(page, "Hi!", max_tokens=4)
+    seen = run_prompt(page, "Hi! Tell me about the sea.", max_tokens=24)
     assert page.locator("#output .tbt-recording").count() == 0
+    # while it streamed, the chapters said they still showed the previous (recorded) run
+    assert seen["stale_banner_while_running"] and page.locator("#stale").is_hidden()
 
 
 def test_a_loaded_file_says_so_and_a_clicked_token_moves_every_step_view(page, tmp_path):

@@ -111,7 +111,8 @@ class Actions:
     # --- run ----------------------------------------------------------------------------------
     def run(self, prompt, max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
             chat_template, model_id, lang, request: gr.Request):
-        """Stream one run: (trace state, output chips, status, prompt chips) after every event."""
+        """Stream one run: (trace state, output chips, status, prompt chips, stale-chapters banner)
+        after every event."""
         settings = make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
                                  chat_template)
         engine = self.models.get(model_id)
@@ -130,9 +131,11 @@ class Actions:
                     status = status_md(trace, lang)
                     if event.kind == "tokens":     # the next step is the first forward pass: say if it waits
                         status = waiting_md(engine, lang) or status
+                    starting = event.kind == "tokens"
                     yield (trace if event.kind == "done" else gr.skip(), html.output_html(trace, lang=lang),
-                           status,
-                           html.prompt_html(trace, lang=lang) if event.kind == "tokens" else gr.skip())
+                           status, html.prompt_html(trace, lang=lang) if starting else gr.skip(),
+                           # the chapters still show the previous run until this one ends and redraws them
+                           gr.update(visible=True, value=text("chapters_previous", lang)) if starting else gr.skip())
             finally:
                 events.close()
 

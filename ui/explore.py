@@ -93,6 +93,7 @@ class Explore:
                 self.output = gr.HTML(elem_id="output", js_on_load=CLICK_JS)
                 self.status = gr.Markdown(elem_id="status")
 
+        self.stale = gr.Markdown(visible=False, elem_id="stale")
         with gr.Tabs() as self.chapters:
             with gr.Tab(t("tab_tokens"), id="tokens"):
                 self.prompt_chips = gr.HTML(elem_id="prompt-chips", js_on_load=CLICK_JS)
@@ -149,7 +150,8 @@ class Explore:
                 self.projection_plot, self.projection_table, self.step_facts, self.candidates,
                 self.attention_row, self.lens, self.speed_cards, self.timeline, self.step_times,
                 self.playground, self.survivors, self.download, self.step, self.s_step, self.query,
-                self.embedding_plot, self.neighbors, self.output, self.layer, self.head, self.d_layer, self.d_head]
+                self.embedding_plot, self.neighbors, self.output, self.layer, self.head, self.d_layer, self.d_head,
+                self.stale]
 
     def load_file(self, path, lang):
         """A visitor's trace file: the trace, a status line that says a file is on show (its name,
@@ -214,7 +216,8 @@ class Explore:
                 recording_html(trace, lang) if recording else
                 html.output_html(trace, lang=lang) + '<span class="tbt-rendered"></span>',
                 gr.update(maximum=max(layers - 1, 1), value=layer), gr.update(choices=heads, value=head),
-                gr.update(maximum=max(layers - 1, 1), value=d_layer), gr.update(choices=heads, value=d_head)]
+                gr.update(maximum=max(layers - 1, 1), value=d_layer), gr.update(choices=heads, value=d_head),
+                gr.update(visible=False)]
 
     def wire(self) -> None:
         actions = self.actions
@@ -222,7 +225,7 @@ class Explore:
                        self.lens_on, self.template_on]
         run = gr.on([self.run_btn.click, self.prompt.submit], on_gpu(actions.run, for_tokens(1)),
                     inputs=[self.prompt, *settings_in, self.model_id, self.lang],
-                    outputs=[self.trace, self.output, self.status, self.prompt_chips], **ENGINE, **PRIVATE)
+                    outputs=[self.trace, self.output, self.status, self.prompt_chips, self.stale], **ENGINE, **PRIVATE)
         run.then(self.render_all, self.render_inputs, self.views, **PRIVATE)
         self.stop_btn.click(actions.stop, None, None, queue=False, **PRIVATE, **stop_cancels(run))
         self.upload.upload(self.load_file, [self.upload, self.lang], [self.trace, self.status, self.prompt],
