@@ -160,7 +160,7 @@ class Actions:
             return notice_chart(label("other_model", lang)), ""
         token = trace.prompt.tokens[clamp(index, len(trace.prompt.tokens) - 1)]
         vector, neighbors = embedding_neighbors(engine, token.id)
-        title = f"{label('embedding_of', lang)} {token.text!r} (id {token.id}, {len(vector)} dims)"
+        title = f"{label('embedding_of', lang)} {token.text!r} ({label('embedding_dims', lang, id=token.id, n=len(vector))})"
         return (embedding_strip(vector, title),
                 html.neighbors_html({"id": token.id, "text": token.text}, neighbors, lang=lang))
 

@@ -202,9 +202,9 @@ class Explore:
         q = mapped if write_file or recording else min(int(query or 0), mapped)
         # the layer and head controls follow the model of the trace on screen (a file from another
         # model can have more or fewer of them than the model this page runs)
-        layers, heads = trace.model.layers, head_choices(trace.model.heads)
+        layers, heads = trace.model.layers, head_choices(trace.model.heads, lang)
         layer, d_layer = clamp(layer, layers - 1), clamp(d_layer, layers - 1)
-        head, d_head = (h if h in heads else AVERAGE for h in (head, d_head))
+        head, d_head = (h if h in [v for _, v in heads] else AVERAGE for h in (head, d_head))
         return [*tokens_view(trace, actions.comparison(trace), word, lang),
                 *prefill_view(trace, layer, head, q, lang), *kv_view(trace, lang),
                 *decode_view(trace, last, d_layer, d_head, lang), *speed_view(trace, lang),

@@ -17,8 +17,9 @@ from viz.notice import notice_chart
 AVERAGE = "average"
 
 
-def head_choices(heads: int) -> list[str]:
-    return [AVERAGE] + [str(h) for h in range(heads)]
+def head_choices(heads: int, lang: str = "en") -> list[tuple[str, str]]:
+    """The head dropdown's (shown label, value) pairs: the mean of all heads, then each head."""
+    return [(label("all_heads_mean", lang), AVERAGE)] + [(str(h), str(h)) for h in range(heads)]
 
 
 def head_index(choice: str | None) -> int | None:

@@ -147,9 +147,11 @@ def eval_chart(result: dict, lang: str = "en") -> alt.HConcatChart:
         color=alt.Color("measure:N", title=None,     # same colour for the same measure in every language
                         scale=alt.Scale(domain=[label("mean_e2e", lang), label("mean_ttfa", lang)],
                                         range=[BLUE, ORANGE]),
-                        legend=alt.Legend(orient="top")),
+                        legend=alt.Legend(orient="bottom")),
         tooltip=["measure:N", alt.Tooltip("s:Q", format=".2f")])
-    return alt.hconcat(accuracy.properties(width=320, height=240), time_chart.properties(width=320, height=240))
+    # each legend stays with its own chart (a concat otherwise floats it over the first one)
+    return alt.hconcat(accuracy.properties(width=320, height=240),
+                       time_chart.properties(width=320, height=240)).resolve_legend(color="independent")
 
 
 def eval_table(result: dict, lang: str = "en") -> pd.DataFrame:
