@@ -41,16 +41,17 @@ def dtype_bytes(dtype: str) -> int:
 
 def kv_projection(info: ModelInfo, contexts=CONTEXTS, bytes_per_value: int = 2) -> list[dict]:
     """KV bytes per sequence at each context for the loaded model (its own dtype) and the public
-    models (bf16). These are projections from the formula, not measurements."""
+    models (bf16). These are projections from the formula, not measurements. `own` marks the loaded
+    model's rows; the page names them in its language (viz/kv.py)."""
     rows = []
     own = dtype_bytes(info.dtype)
     for ctx in contexts:
-        rows.append({"model": f"{info.id.split(':')[-1].split('/')[-1]} (this model, {info.dtype})",
+        rows.append({"model": info.id.split(':')[-1].split('/')[-1], "own": True, "dtype": info.dtype,
                      "context": ctx, "kv_bytes": kv_bytes(info.layers, info.kv_heads, info.head_dim, ctx, own),
                      "weights_bytes": info.parameter_bytes, "measured": False})
     for spec in PUBLIC_MODELS:
         for ctx in contexts:
-            rows.append({"model": f"{spec.name} (bf16)", "context": ctx,
+            rows.append({"model": spec.name, "own": False, "dtype": "bf16", "context": ctx,
                          "kv_bytes": kv_bytes(spec.layers, spec.kv_heads, spec.head_dim, ctx, bytes_per_value),
                          "weights_bytes": int(spec.parameters * bytes_per_value), "measured": False})
     return rows

@@ -58,7 +58,7 @@ def test_kv_projection_uses_public_configs(engine):
     rows = kv_projection(engine.info)
     llama8 = [r for r in rows if r["model"].startswith("Llama-3-8B") and r["context"] == 131072][0]
     assert llama8["kv_bytes"] == 2 * 32 * 8 * 128 * 2 * 131072 == 16 * 2**30
-    own = [r for r in rows if "this model" in r["model"] and r["context"] == 4096][0]
+    own = [r for r in rows if r["own"] and r["context"] == 4096][0]
     assert own["kv_bytes"] == kv_bytes(30, 3, 64, 4096, 4)
     assert {r["model"].split(" ")[0] for r in rows} >= {s.name for s in PUBLIC_MODELS}
 

@@ -52,7 +52,15 @@ def kv_growth_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
     return alt.layer(formula_line, measured_points, title=title).properties(width=560, height=300)
 
 
+def _model_name(row: dict, lang: str) -> str:
+    """A projection row's model as the page names it: "SmolLM2 (this model, float32)", "Llama-3-8B (bf16)"."""
+    if row.get("own"):
+        return label("this_model", lang, name=row["model"], dtype=row.get("dtype", ""))
+    return f"{row['model']} ({row['dtype']})" if row.get("dtype") else row["model"]
+
+
 def _projection_frame(rows: list[dict], lang: str) -> pd.DataFrame:
+    rows = [{**r, "model": _model_name(r, lang)} for r in rows]
     frame = frames.rows_frame(rows, ("model", "context", "kv_bytes", "weights_bytes", "measured"), lang)
     frame["context_name"] = frame["context"].map(frames.context_name)
     frame["kind"] = frame["measured"].map(lambda m: label("measured" if m else "projected", lang))
