@@ -95,13 +95,17 @@ def read_answer(question: Question, answer: str) -> str | None:
     return min(named)[1] if named else None
 
 
-def is_correct(question: Question, answer: str) -> bool:
-    got = read_answer(question, answer)
+def matches(question: Question, got: str | None) -> bool:
+    """Whether an answer read by `read_answer` is the expected one."""
     if got is None:
         return False
     if not question.options:
         return float(got) == float(question.answer)
     return got == question.answer
+
+
+def is_correct(question: Question, answer: str) -> bool:
+    return matches(question, read_answer(question, answer))
 
 
 def wilson(correct: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -134,9 +138,9 @@ def evaluate(engine: Engine, budgets: list[int], limit: int | None = None, answe
                                 thinking_budget=b, answer_cue=True)
             trace = run_trace(engine, q.text, settings)
             answer, s = answer_text(trace), trace.summary
-            reached = answered(trace)
-            result = {"answer": answer.strip()[:200], "read": read_answer(q, answer),
-                      "correct": reached and is_correct(q, answer), "answered": reached, "e2e_ms": s.e2e_ms,
+            reached, got = answered(trace), read_answer(q, answer)
+            result = {"answer": answer.strip()[:200], "read": got,
+                      "correct": reached and matches(q, got), "answered": reached, "e2e_ms": s.e2e_ms,
                       "time_to_first_answer_ms": s.time_to_first_answer_ms if reached else None,
                       "thinking_tokens": s.thinking_tokens, "new_tokens": s.new_tokens}
             row["results"][str(b)] = result

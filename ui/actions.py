@@ -128,10 +128,10 @@ class Actions:
                     if event.kind == "step" and now - shown < STREAM_INTERVAL_S:
                         continue          # the page needs ~10 updates a second, not one per token
                     shown = now
+                    starting = event.kind == "tokens"   # the prompt is tokenized, no pass run yet
                     status = status_md(trace, lang)
-                    if event.kind == "tokens":     # the next step is the first forward pass: say if it waits
+                    if starting:                         # the next step is the first forward pass: say if it waits
                         status = waiting_md(engine, lang) or status
-                    starting = event.kind == "tokens"
                     yield (trace if event.kind == "done" else gr.skip(), html.output_html(trace, lang=lang),
                            status, html.prompt_html(trace, lang=lang) if starting else gr.skip(),
                            # the chapters still show the previous run until this one ends and redraws them

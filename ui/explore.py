@@ -61,7 +61,6 @@ def recording_html(trace, lang: str) -> str:
     return f'<div class="tbt-recording">{words}</div>'
 
 
-
 class Explore:
     def __init__(self, actions: Actions, model_id: gr.components.Component, lang: gr.State):
         self.actions, self.lang, self.model_id = actions, lang, model_id

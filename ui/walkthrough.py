@@ -13,18 +13,18 @@ from functools import lru_cache
 import gradio as gr
 
 from engine import EngineError, stream_trace
-from engine.evaluation import QUESTIONS, answer_text, answered, is_correct, read_answer
+from engine.evaluation import QUESTIONS, answer_text, answered, matches, read_answer
+from engine.side_by_side import interleave
 from engine.trace import Settings, Trace
 from viz import attention, decode, html, kv, speed
 from viz import reasoning as rviz
-from viz.sampling import playground_chart
 from viz import lab as lab_viz
 from viz import strings
+from viz.sampling import playground_chart
 from viz.theme import presentable
 
 from .gpu import on_gpu
 from .i18n import ASSETS, t, text
-from engine.side_by_side import interleave
 from .lab_tab import recorded_results
 from .runs import ENGINE_CONCURRENCY
 from .views import chart_or_notice, least_sure_step
@@ -66,13 +66,10 @@ def verdict_md(normal: Trace, reasoning: Trace, lang: str) -> str:
         return ""
 
     def said(trace: Trace) -> str:
-        if not answered(trace):
-            return text("wt_no_answer", lang)
-        got = read_answer(question, answer_text(trace))
+        got = read_answer(question, answer_text(trace)) if answered(trace) else None
         if got is None:
             return text("wt_no_answer", lang)
-        right = is_correct(question, answer_text(trace))
-        return text("wt_answer_right" if right else "wt_answer_wrong", lang).format(answer=got)
+        return text("wt_answer_right" if matches(question, got) else "wt_answer_wrong", lang).format(answer=got)
     verdict = text("wt_verdict", lang).format(normal=said(normal), reasoning=said(reasoning),
                                               expected=question.answer)
     if reasoning.reasoning == "scaffold":

@@ -103,11 +103,12 @@ def esc(text: object) -> str:
 def wrap_lines(lines: list[str], width: int = 64) -> list[str]:
     """Chart subtitle lines wrapped to about `width` columns (a CJK character counts two), so a
     long reading does not push the chart wider than its frame."""
+    wide = "\u3000-\u9fff\uff00-\uffef"               # CJK characters and full-width punctuation
     out: list[str] = []
     for line in lines:
         current, used = "", 0
-        for piece in re.findall(r"[\u3000-\u9fff\uff00-\uffef]|[^\s\u3000-\u9fff\uff00-\uffef]+\s*|\s+", line):
-            size = sum(2 if "\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef" else 1 for ch in piece)
+        for piece in re.findall(rf"[{wide}]|[^\s{wide}]+\s*|\s+", line):
+            size = 2 if re.fullmatch(rf"[{wide}]", piece) else len(piece)
             if used + size > width and current.strip():
                 out.append(current.rstrip())
                 current, used = "", 0
