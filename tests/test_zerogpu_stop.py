@@ -82,8 +82,11 @@ def test_stop_closes_the_run_in_the_forked_worker(zero_app, zero_page):
     text = wait_for_line(log, "run closed by stop", timeout_s=10)
     print(f"worker closed its run {time.monotonic() - stopped:.2f} s after Stop")
     assert "run finished" not in text
-    # the server and the next GPU call are fine
-    path = Client(url, verbose=False).predict(prompt="Hi", max_new_tokens=4, api_name="/trace")
+    # The server and the next GPU call are fine. Fork only once the page's own redraw after the
+    # cancel is done: a fork while another thread of the server is inside a torch op can leave the
+    # child waiting forever on a lock copied mid-use (a CPU hazard of this stand-in, as of spaces).
+    page.wait_for_selector("#output .tbt-rendered", state="attached", timeout=60_000)
+    path = Client(url, verbose=False).submit(prompt="Hi", max_new_tokens=4, api_name="/trace").result(timeout=120)
     assert Path(path).exists() and "trace finished" in log.read_text()
 
 
