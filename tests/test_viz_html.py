@@ -7,9 +7,11 @@ import re
 
 import pytest
 
+
 from engine.trace import Trace
 from tests.test_viz_data import EVIL, TRACES, hostile, load, playground_rows
 from viz import html as views
+from viz.fmt import fmt_p
 from viz.labels import label
 
 
@@ -146,9 +148,18 @@ def test_survivors_count_each_stage():
     assert "tbt-chosen" in page
 
 
-def test_output_groups_byte_fragments_into_their_character():
+def test_output_reads_as_prose_with_the_byte_pieces_behind_each_character():
     trace = load("trace_zh.json")
     page = views.output_html(trace)
-    # "什" arrives as two generated tokens: one box shows the character, its two tokens below it
-    assert page.count('class="tbt-group"') == 2          # 什 and 么; the cut-off last token stays alone
-    assert '<span class="tbt-chars">什</span>' in page
+    # "什" arrives as two generated tokens: the answer shows the character itself (prose), coloured
+    # by the probability of both pieces together, and keeps the pieces for hover
+    joined = re.findall(r'<span class="tbt-step tbt-joined[^"]*" data-step="(\d+)"[^>]*>(.*?)<span class="tbt-pieces">'
+                        r'(.*?)</span></span>', page, flags=re.S)
+    assert [text for _, text, _ in joined] == ["什", "么"]    # the cut-off last token stays alone
+    first = [s for s in trace.steps if s.text == "什"][0]
+    assert joined[0][0] == str(first.index)                  # a click on the character picks its last piece
+    pieces = re.findall(r'data-step="(\d+)"', joined[0][2])
+    assert pieces == [str(first.index - 1), str(first.index)]
+    p = trace.steps[first.index - 1].chosen_p_model * first.chosen_p_model
+    assert f"p {fmt_p(p)}" in page
+    assert "tbt-group" not in page and "dotted" in page       # the legend says what the underline means

@@ -92,7 +92,12 @@ def test_roofline_for_each_model_flags_projections(result):
     big = lab.roofline_chart(result, model="Llama-3-70B").to_dict()
     assert "projection" in big["title"]["text"] and "does not fit" in strict(lab.roofline_chart(result, model="Llama-3-70B"))
     table = lab.roofline_table(result, model=models[0])
-    assert table.iloc[0, -1] == "no" and set(table.iloc[1:, -1]) == {"yes"}
+    measured = table[label("lab_measured_pair", "en")]
+    assert " · " in measured.iloc[0] and set(measured.iloc[1:]) == {"projection"}   # only this machine measured
+    assert len(table.columns) == 6                   # fits the lab's column (the model is in the title)
+    zh = lab.roofline_table(result, model=models[0], lang="zh")
+    assert zh.iloc[0, 0].startswith("本机（CPU，") and "this machine" not in strict(
+        lab.roofline_chart(result, model=models[0], lang="zh"))
 
 
 def test_every_lab_label_has_both_languages():

@@ -18,6 +18,7 @@ from engine.other_tokenizer import NAME as OTHER_NAME
 from engine.other_tokenizer import qwen_tokens
 from engine.sweep import LENGTHS, ttft_sweep
 from engine.tokens import prompt_tokens
+from engine.request import check_settings, clean_prompt
 from engine.trace import Settings
 from viz import html, speed
 from viz.labels import label
@@ -109,6 +110,19 @@ class Actions:
         return self.models.engines.get(trace.model.id)
 
     # --- run ----------------------------------------------------------------------------------
+    def check_run(self, prompt, max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
+                  chat_template, model_id, lang):
+        """The run's validator: an empty or oversized prompt, or a bad setting, is said under the
+        prompt box before anything runs, so no output (the previous answer) is painted as failed.
+        Checks that need the model's tokenizer (the prompt's length in tokens) stay in the run."""
+        try:
+            check_settings(make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention,
+                                         logit_lens, chat_template), self.engine.limits)
+            clean_prompt(prompt, self.engine.limits)
+        except EngineError as exc:
+            return [gr.validate(False, str(exc)), *[gr.validate(True, "")] * 10]
+        return [gr.validate(True, "")] * 11
+
     def run(self, prompt, max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
             chat_template, model_id, lang, request: gr.Request):
         """Stream one run: (trace state, output chips, status, prompt chips, stale-chapters banner)

@@ -11,6 +11,7 @@ import gradio as gr
 
 from engine.request import APP_DEFAULTS
 from viz import html
+from viz.fmt import device_name
 
 from . import lab_tab, reasoning_tab
 from .actions import Actions, status_md
@@ -30,6 +31,11 @@ element.addEventListener('click', (e) => {
 """
 PRIVATE = {"api_visibility": "private"}
 ENGINE = {"concurrency_limit": ENGINE_CONCURRENCY, "concurrency_id": "engine"}
+
+
+def intro(step: int) -> gr.Markdown:
+    """A chapter's one-line introduction: the same line that opens its walkthrough step."""
+    return gr.Markdown(t(f"wt_{step}_intro"), elem_classes="tbt-intro")
 
 
 def plot(elem_id: str) -> gr.Plot:
@@ -57,7 +63,7 @@ def recording_html(trace, lang: str) -> str:
     """The output area while the chapters show a recording: what it is, and how to run your own."""
     template = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", escape(text("explore_recording", lang), quote=False))
     words = template.format(prompt=escape(trace.prompt.raw), date=escape(trace.created[:10]),
-                            device=escape(trace.model.device))
+                            device=escape(device_name(trace.model.device)))
     return f'<div class="tbt-recording">{words}</div>'
 
 
@@ -95,12 +101,14 @@ class Explore:
         self.stale = gr.Markdown(visible=False, elem_id="stale")
         with gr.Tabs() as self.chapters:
             with gr.Tab(t("tab_tokens"), id="tokens"):
+                intro(0)
                 self.prompt_chips = gr.HTML(elem_id="prompt-chips", js_on_load=CLICK_JS)
                 self.compare = gr.HTML(elem_id="compare")
                 with gr.Row():
                     self.embedding_plot = plot("embedding")
                     self.neighbors = gr.HTML(elem_id="neighbors")
             with gr.Tab(t("tab_prefill"), id="prefill"):
+                intro(1)
                 self.prefill_facts = gr.Markdown(elem_id="prefill-facts")
                 with gr.Row():
                     self.layer = gr.Slider(0, info.layers - 1, value=0, step=1, label=t("layer"),
@@ -109,9 +117,11 @@ class Explore:
                     self.query = gr.Slider(0, 255, value=0, step=1, label=t("query_token"))
                 self.heatmap, self.head_view = plot("heatmap"), plot("head-view")
             with gr.Tab(t("tab_kv"), id="kv"):
+                intro(2)
                 self.kv_plot, self.projection_plot = plot("kv-growth"), plot("kv-projection")
                 self.projection_table = gr.Dataframe(label=t("projection_table"), interactive=False)
             with gr.Tab(t("tab_decode"), id="decode"):
+                intro(3)
                 self.step = gr.Slider(0, 1, value=0, step=1, label=t("decode_step"), elem_id="step")
                 self.step_facts = gr.HTML(elem_id="step-facts")
                 self.candidates = plot("candidates")
@@ -120,15 +130,19 @@ class Explore:
                     self.d_head = gr.Dropdown(head_choices(info.heads), value="average", label=t("head"))
                 self.attention_row, self.lens = plot("attention-row"), plot("lens")
             with gr.Tab(t("tab_speed"), id="speed"):
+                intro(4)
                 self.speed_cards = gr.HTML(elem_id="speed-cards")
                 self.timeline, self.step_times = plot("timeline"), plot("step-times")
                 self.sweep_btn = gr.Button(t("sweep"), elem_id="sweep")
                 self.sweep_plot = gr.Plot(show_label=False, elem_id="sweep-plot", visible=False)  # until measured
             with gr.Tab(t("tab_lab"), id="lab"):
+                intro(5)
                 lab_tab.build(actions.models, model_id, lang)
             with gr.Tab(t("tab_reasoning"), id="reasoning"):
+                intro(6)
                 reasoning_tab.build(actions.models, model_id, lang)
             with gr.Tab(t("tab_sampling"), id="sampling"):
+                intro(7)
                 with gr.Row():
                     self.s_step = gr.Slider(0, 1, value=0, step=1, label=t("decode_step"))
                     self.s_temperature = gr.Slider(0, 3, value=1, step=0.05, label=t("temperature"))
@@ -158,7 +172,7 @@ class Explore:
         trace = self.actions.load(path)
         banner = text("viewing_file", lang).format(
             name=escape(Path(path).name), model=escape(trace.model.id), date=escape(trace.created[:10]),
-            device=escape(trace.model.device))
+            device=escape(device_name(trace.model.device)))
         return trace, f"{banner}  \n{status_md(trace, lang)}", trace.prompt.raw
 
     def prompt_info(self, lang: str) -> str:
@@ -223,7 +237,7 @@ class Explore:
         settings_in = [self.max_new, self.temperature, self.top_k, self.top_p, self.seed, self.attention_on,
                        self.lens_on, self.template_on]
         run = gr.on([self.run_btn.click, self.prompt.submit], on_gpu(actions.run, for_tokens(1)),
-                    inputs=[self.prompt, *settings_in, self.model_id, self.lang],
+                    validator=actions.check_run, inputs=[self.prompt, *settings_in, self.model_id, self.lang],
                     outputs=[self.trace, self.output, self.status, self.prompt_chips, self.stale], **ENGINE, **PRIVATE)
         run.then(self.render_all, self.render_inputs, self.views, **PRIVATE)
         self.stop_btn.click(actions.stop, None, None, queue=False, **PRIVATE, **stop_cancels(run))

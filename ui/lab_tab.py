@@ -21,6 +21,7 @@ from engine import EngineError
 from engine.core import Engine
 from engine.lab import run_lab
 from viz import lab as charts
+from viz.fmt import device_name
 from viz.labels import label
 
 from .errors import internal
@@ -149,7 +150,7 @@ def recorded_results() -> dict | None:
 def recorded_md(recorded: dict, name: str, lang: str) -> str:
     """The reading of a recorded result, under a badge that says when and where it was measured."""
     badge = label("lab_recorded_note", lang, date=str(recorded.get("created", ""))[:10],
-                  device=recorded.get("device", "?"), model=str(recorded.get("model", "")).split(":")[-1])
+                  device=device_name(recorded.get("device", "?")), model=str(recorded.get("model", "")).split(":")[-1])
     return f"{badge}  \n{note_md(recorded, name, lang)}"
 
 

@@ -13,12 +13,13 @@ from engine import EngineError
 from engine.side_by_side import interleave
 from engine.evaluation import QUESTIONS, evaluate
 from viz import reasoning as rviz
+from viz.fmt import device_name
 from viz.labels import label
 from viz.notice import notice_chart
 
 from .gpu import for_tokens, on_gpu, stop_cancels
 from .i18n import t, text
-from .walkthrough import recorded, verdict_md
+from .walkthrough import prompt_of, recorded, verdict_md
 from .runs import ENGINE_CONCURRENCY, KeptFiles, StopFlags, background
 
 RECORDED = Path(__file__).resolve().parent.parent / "assets" / "eval" / "smollm2-cpu.json"
@@ -88,7 +89,7 @@ def recording_values(lang: str) -> tuple:
     rec = recorded(lang)
     normal, reasoning = rec["normal"], rec["reasoning"]
     source = text("r_recording", lang).format(prompt=normal.prompt.raw, date=normal.created[:10],
-                                              device=normal.model.device)
+                                              device=device_name(normal.model.device))
     return (rviz.reasoning_html(normal, lang), rviz.reasoning_html(reasoning, lang),
             rviz.comparison_table(normal, reasoning, lang), rviz.compare_timeline(normal, reasoning, lang),
             f"{source}\n\n{verdict_md(normal, reasoning, lang)}")
@@ -106,7 +107,9 @@ def build(models, model_id, lang) -> None:
     tab = ReasoningTab(models)
     gr.Markdown(t("r_intro"))
     with gr.Row():
-        prompt = gr.Textbox(label=t("prompt"), value=EXAMPLES[0][0], lines=2, scale=3, elem_id="r-prompt")
+        # the recorded comparison's question, in the page's language once that is known
+        prompt = gr.Textbox(label=t("prompt"), value=prompt_of("en", "question"), lines=2, scale=3,
+                            elem_id="r-prompt")
         budget = gr.Slider(8, 512, value=64, step=8, label=t("thinking_budget"), scale=2,
                            elem_id="r-budget")
         answer_tokens = gr.Slider(8, 256, value=48, step=8, label=t("answer_tokens"), scale=2)
@@ -153,5 +156,12 @@ def build(models, model_id, lang) -> None:
     # so does the recorded comparison while it is on show
     lang.change(ReasoningTab.eval_views, [shown, lang], [eval_plot, eval_table], queue=False,
                 api_visibility="private")
-    lang.change(lambda on, lg: recording_values(lg) if on else [gr.skip()] * 5, [on_recording, lang],
-                [normal_html, reasoning_html, table, timeline, note], queue=False, api_visibility="private")
+    def relabel(on, question, lg):
+        """While the recording is on show, it and its question follow the page's language (a
+        question the visitor typed stays)."""
+        if not on:
+            return [gr.skip()] * 6
+        ours = question in {prompt_of(other, "question") for other in ("en", "zh")}
+        return [*recording_values(lg), prompt_of(lg, "question") if ours else gr.skip()]
+    lang.change(relabel, [on_recording, prompt, lang], [normal_html, reasoning_html, table, timeline, note, prompt],
+                queue=False, api_visibility="private")

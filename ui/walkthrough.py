@@ -8,6 +8,7 @@ Keys: arrows or PageUp/PageDown (what presentation clickers send) press the visi
 
 from __future__ import annotations
 
+import time
 from functools import lru_cache
 
 import gradio as gr
@@ -20,6 +21,7 @@ from viz import attention, decode, html, kv, speed
 from viz import reasoning as rviz
 from viz import lab as lab_viz
 from viz import strings
+from viz.fmt import device_name
 from viz.sampling import playground_chart
 from viz.theme import presentable
 
@@ -43,6 +45,9 @@ document.addEventListener('keydown', (e) => {
 
 
 KINDS = ("next", "normal", "reasoning")
+# chart heights (px) on a projector, per step: shorter where the step shows more under its chart
+LIVE_REDRAW_S = 0.5                  # how often a live run redraws the charts it streams into
+PRESENT_HEIGHTS = {1: 250, 2: 250, 3: 200, 4: 110, 5: 230, 6: 118, 7: 230}
 NEXT_TOKENS = 24                     # the next-token example's length, as recorded (assets/traces/manifest.json)
 
 
@@ -59,8 +64,10 @@ def prompt_of(lang: str, kind: str = "next") -> str:
     return strings.walkthrough()["prompt"][kind][lang]
 
 
-def verdict_md(normal: Trace, reasoning: Trace, lang: str) -> str:
-    """Chapter 7 says plainly whether each mode's answer is right, and what the right one is."""
+def verdict_md(normal: Trace, reasoning: Trace, lang: str, brief: bool = False) -> str:
+    """Chapter 7 says plainly whether each mode's answer is right, and what the right one is;
+    unless `brief` (a projector, where the narration says the rest), also why one question proves
+    little and where to see a real reasoning model."""
     question = next((q for q in QUESTIONS if q.text == normal.prompt.raw), None)
     if question is None:
         return ""
@@ -72,6 +79,9 @@ def verdict_md(normal: Trace, reasoning: Trace, lang: str) -> str:
         return text("wt_answer_right" if matches(question, got) else "wt_answer_wrong", lang).format(answer=got)
     verdict = text("wt_verdict", lang).format(normal=said(normal), reasoning=said(reasoning),
                                               expected=question.answer)
+    if brief:
+        return verdict
+    verdict += text("wt_verdict_more", lang)
     if reasoning.reasoning == "scaffold":
         verdict += text("wt_scaffold_note", lang).format(model=reasoning.model.id.split(":")[-1])
     return verdict
@@ -81,36 +91,55 @@ class Walkthrough:
     def __init__(self, models, actions):
         self.models, self.actions = models, actions
         self.outputs = 0            # how many components `views` fills (set by `build`)
+        self.first_output: dict[int, int] = {}   # step -> index of its first component in `views`
 
     def views(self, live: dict | None, lang: str, present: bool) -> list:
         """Every step's visual, from the live traces if there are any, else the recording."""
-        from engine.sampling import playground   # torch-side: transformers' own warpers
         traces = live or recorded(lang)
+        lab = recorded_results()
+        example = traces["next"]
+        source = (text("wt_live", lang).format(date=str((lab or {}).get("created", "?"))[:10]) if live else
+                  text("wt_recorded", lang).format(date=example.created[:10], device=device_name(example.model.device)))
+        return [source, *(view for i in range(STEPS) for view in self.step_views(i, traces, lang, present))]
+
+    def step_views(self, i: int, traces: dict, lang: str, present: bool) -> list:
+        """Step i's visual (what `_visual(i)` laid out), drawn from `traces` ("next", "normal",
+        "reasoning"); a trace still being generated is drawn as far as it has got."""
+        from engine.sampling import playground   # torch-side: transformers' own warpers
         example, normal, reasoning = traces["next"], traces["normal"], traces["reasoning"]
-        size = (440, 230) if present else (500, 260)   # fits a 1280x720 screen next to the text
+        # on a projector every step fits 1280x720 beside the narration: charts shorter where the
+        # step shows more under them
+        size = (440, PRESENT_HEIGHTS.get(i, 230)) if present else (500, 260)
 
-        def draw(fn, *args):
-            return presentable(chart_or_notice(fn, *args, lang=lang), size, big=present)
+        def draw(fn, *args, **kwargs):
+            return presentable(chart_or_notice(fn, *args, lang=lang, **kwargs), size, big=present)
 
+        if i == 0:
+            return [html.compare_html(*self.actions.comparison(example), lang=lang)]
+        if i == 1:
+            return [draw(attention.heatmap, example, example.model.layers // 2, None)]
+        if i == 2:
+            return [draw(kv.kv_growth_chart, example)]
+        if i == 3:
+            if not example.steps:
+                return [gr.skip(), html.output_html(example, lang=lang)]
+            # the step the narration talks about: the word right after "then he" / "接着他"; while a
+            # live run streams, the newest step
+            step = 0 if example.summary else len(example.steps) - 1
+            return [draw(decode.candidates_chart, example, step, top=10 if present else None),
+                    html.output_html(example, step, lang=lang)]
+        if i == 4:
+            return [draw(speed.timeline_chart, example), html.speed_html(example, lang=lang, compact=present)]
+        if i == 5:
+            lab = recorded_results()
+            return [draw(self.lab_chart, lab), lab_viz.quality_line(lab, lang) if lab else ""]
+        if i == 6:
+            return [draw(rviz.compare_timeline, normal, reasoning), rviz.reasoning_html(normal, lang),
+                    rviz.reasoning_html(reasoning, lang),
+                    verdict_md(normal, reasoning, lang, brief=present) if normal.summary and reasoning.summary else ""]
         unsure = least_sure_step(example)
         rows = playground(example.steps[unsure].candidates, 1.0, 10, 0.9) if example.steps else []
-        lab = recorded_results()
-        source = (text("wt_live", lang).format(date=str((lab or {}).get("created", "?"))[:10]) if live else
-                  text("wt_recorded", lang).format(date=example.created[:10], device=example.model.device))
-        return [
-            source,
-            html.compare_html(*self.actions.comparison(example), lang=lang),
-            draw(attention.heatmap, example, example.model.layers // 2, None),
-            draw(kv.kv_growth_chart, example),
-            # the step the narration talks about: the word right after "then he" / "接着他"
-            draw(decode.candidates_chart, example, 0), html.output_html(example, 0, lang=lang),
-            draw(speed.timeline_chart, example), html.speed_html(example, lang=lang),
-            draw(self.lab_chart, lab), lab_viz.quality_line(lab, lang) if lab else "",
-            draw(rviz.compare_timeline, normal, reasoning),
-            rviz.reasoning_html(normal, lang), rviz.reasoning_html(reasoning, lang),
-            verdict_md(normal, reasoning, lang),
-            draw(playground_chart, rows[:10]),
-        ]
+        return [draw(playground_chart, rows[:10])]
 
     @staticmethod
     def lab_chart(lab: dict | None, lang: str):
@@ -120,22 +149,41 @@ class Walkthrough:
 
     def run_live(self, lang, present, model_id, request: gr.Request):
         """Run the walkthrough now on the visitor's model: the next-token example as raw text, then
-        chapter 7's question in normal and reasoning mode side by side; then redraw every step."""
-        def running(n: int) -> list:
-            return [gr.skip(), text("wt_running", lang).format(n=n), *[gr.skip()] * (self.outputs - 1)]
+        chapter 7's question in normal and reasoning mode side by side; then redraw every step.
+        While it runs, the tokens stream into the steps' visuals (whichever step is on screen):
+        steps 1-5 follow the example, step 7 the two modes."""
+        shown = 0.0
+
+        def streaming(traces: dict, steps: tuple[int, ...], n: int, force: bool = False) -> list:
+            nonlocal shown
+            out = [gr.skip()] * self.outputs
+            out[0] = text("wt_running", lang).format(n=n)
+            if force or time.monotonic() - shown >= LIVE_REDRAW_S:   # charts ~2x a second, not per token
+                shown = time.monotonic()
+                for i in steps:
+                    start = self.first_output[i]
+                    views = self.step_views(i, traces, lang, present)
+                    out[start:start + len(views)] = views
+            return [gr.skip(), *out]
+
         try:
             engine = self.models.get(model_id)
-            example = None
-            for event in stream_trace(engine, prompt_of(lang), Settings(
-                    max_new_tokens=NEXT_TOKENS, chat_template=False, attention=True, logit_lens=True)):
-                example = event.trace
-                yield running(len(example.steps))
+            traces = dict(recorded(lang))
+            events = stream_trace(engine, prompt_of(lang), Settings(
+                max_new_tokens=NEXT_TOKENS, chat_template=False, attention=True, logit_lens=True))
+            for event in events:
+                traces["next"] = event.trace
+                if event.kind == "tokens":                 # the prompt's tokens are known before any pass
+                    yield streaming(traces, (0,), 0, force=True)
+                elif event.trace.steps:
+                    yield streaming(traces, (1, 2, 3, 4), len(event.trace.steps), force=event.kind == "done")
+            done = len(traces["next"].steps)
             for normal, reasoning, finished in interleave(engine, prompt_of(lang, "question"), 48, 40):
+                traces.update(normal=normal, reasoning=reasoning)
                 if finished:
-                    live = {"next": example, "normal": normal, "reasoning": reasoning}
-                    yield [live, *self.views(live, lang, present)]
+                    yield [traces, *self.views(traces, lang, present)]
                 else:
-                    yield running(len(example.steps) + len(normal.steps) + len(reasoning.steps))
+                    yield streaming(traces, (6,), done + len(normal.steps) + len(reasoning.steps))
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
 
@@ -154,14 +202,17 @@ def build(models, actions, lang, present, model_id) -> list:
         for i in range(STEPS):
             with gr.Step(t(f"wt_{i}_title"), id=i, elem_id=f"wt-step-{i}"):
                 with gr.Row(equal_height=False):
-                    with gr.Column(scale=2, min_width=300):
+                    with gr.Column(scale=5, min_width=300):
+                        # the chapter's one-line introduction leads (not on a projector: the presenter says it)
+                        gr.Markdown(t(f"wt_{i}_intro"), elem_classes="tbt-wt-intro")
                         gr.Markdown(t(f"wt_{i}_text"), elem_classes="tbt-wt-text")
                         with gr.Row():
                             back = gr.Button(t("back"), size="sm", elem_classes="tbt-back",
                                              interactive=i > 0)
                             forward = gr.Button(t("next"), size="sm", elem_classes="tbt-next",
                                                 interactive=i < STEPS - 1)
-                    with gr.Column(scale=4, min_width=480, elem_classes="tbt-wt-visual"):
+                    with gr.Column(scale=7, min_width=480, elem_classes="tbt-wt-visual"):
+                        wt.first_output[i] = len(outputs)
                         outputs += _visual(i)
                 back.click(lambda i=i: gr.Walkthrough(selected=max(i - 1, 0)), None, walk, queue=False,
                            api_visibility="private")

@@ -19,16 +19,16 @@ def _facts(rows: list[tuple[str, str]]) -> str:
     return f'<table class="tbt-facts">{body}</table>'
 
 
-def _token(text: str, token_id: int) -> str:
+def _token(text: str, token_id: int, lang: str) -> str:
     return (f'<span class="tbt-tok" title="{esc(text)}">{chip_text(text)}</span> '
-            f'<span class="tbt-muted">id {int(token_id)}</span>')
+            f'<span class="tbt-muted">{esc(label("token_id", lang))} {int(token_id)}</span>')
 
 
 def neighbors_html(token: dict, neighbors: list[dict], lang: str = "en") -> str:
     """token = {"id", "text"}; neighbors = [{"id", "text", "cosine"}], nearest first."""
-    title = label("neighbors_title", lang, token=f"“{visible(str(token['text']))}” (id {int(token['id'])})")
+    title = label("neighbors_title", lang, token=f"“{visible(str(token['text']))}” ({label('token_id', lang)} {int(token['id'])})")
     rows = "".join(
-        f'<tr><td class="tbt-num">{rank}</td><td>{_token(str(n["text"]), n["id"])}</td>'
+        f'<tr><td class="tbt-num">{rank}</td><td>{_token(str(n["text"]), n["id"], lang)}</td>'
         f'<td class="tbt-num">{float(n["cosine"]):.3f}</td><td class="tbt-barcell"><span class="tbt-bar" '
         f'style="width:{max(0.0, min(1.0, float(n["cosine"]))) * 100:.0f}%"></span></td></tr>'
         for rank, n in enumerate(neighbors, start=1))
@@ -45,13 +45,13 @@ def step_html(trace: Trace, step: int, lang: str = "en") -> str:
     if s.forced:
         phase += " · " + label("phase_forced", lang)
     rows = [
-        (label("chosen", lang), _token(s.token, s.id)),
+        (label("chosen", lang), _token(s.token, s.id, lang)),
         (label("phase", lang), esc(phase)),
         (label("rank_of", lang), f"{s.chosen_rank + 1}"),
         (label("p_model", lang), esc(fmt_p(s.chosen_p_model))),
         (label("p_final", lang), esc(fmt_p(s.chosen_p_final))),
-        (label("entropy_final_nats", lang), esc(fmt_nats(s.entropy))),
-        (label("entropy_model_nats", lang), esc(fmt_nats(s.entropy_model))),
+        (label("entropy_final_nats", lang), esc(fmt_nats(s.entropy, lang))),
+        (label("entropy_model_nats", lang), esc(fmt_nats(s.entropy_model, lang))),
         (label("step_ms", lang), esc(fmt_ms(s.ms))),
         (label("forward_ms", lang), esc(fmt_ms(s.forward_ms))),
         (label("watch_cost", lang), esc(fmt_ms(s.observe_ms))),
@@ -59,7 +59,8 @@ def step_html(trace: Trace, step: int, lang: str = "en") -> str:
         (label("kv_bytes", lang), esc(fmt_bytes(s.kv_bytes))),
     ]
     return (f'<div class="tbt tbt-step-card"><div class="tbt-card-title">'
-            f'{esc(label("step_title", lang, step=s.index))}</div>{_facts(rows)}</div>')
+            f'{esc(label("step_title", lang, step=s.index))}</div>{_facts(rows)}'
+            f'<div class="tbt-legend">{esc(label("step_note", lang, n=f"{trace.model.vocab_size:,}"))}</div></div>')
 
 
 def _card(name: str, value: str, definition: str, note: str = "") -> str:
@@ -79,8 +80,9 @@ def watch_card(trace: Trace, lang: str = "en") -> str:
     return _card(label("watch_cost", lang), value, label("def_watch_cost", lang))
 
 
-def speed_html(trace: Trace, lang: str = "en") -> str:
-    """Cards for TTFT, TPOT, end-to-end, tokens/s and prefill, each with its definition.
+def speed_html(trace: Trace, lang: str = "en", compact: bool = False) -> str:
+    """Cards for TTFT, TPOT, end-to-end, tokens/s and prefill, each with its definition; `compact`
+    keeps the first four in one row (a projector's walkthrough step).
 
     While the run is going (summary None) TTFT and TPOT are computed from the steps so far.
     """
@@ -100,20 +102,23 @@ def speed_html(trace: Trace, lang: str = "en") -> str:
         _card(label("tpot", lang), fmt_ms(tpot), label("def_tpot", lang), tpot_note),
         _card(label("e2e", lang), fmt_ms(e2e) if not running else label("running", lang),
               label("def_e2e", lang)),
-        _card(label("tokens_per_s", lang), fmt_rate(rate), label("def_rate", lang)),
+        _card(label("tokens_per_s", lang), fmt_rate(rate, lang), label("def_rate", lang)),
         _card(label("prefill_ms", lang), fmt_ms(prefill.ms if prefill else None),
               label("def_prefill", lang, n=n_prompt)),
-        _card(label("prefill_rate", lang), fmt_rate(prefill.tokens_per_s if prefill else None),
+        _card(label("prefill_rate", lang), fmt_rate(prefill.tokens_per_s if prefill else None, lang),
               label("def_prefill_rate", lang)),
     ]
     if summary and summary.time_to_first_answer_ms is not None and trace.reasoning is not None:
         cards.append(_card(label("ttfa", lang), fmt_ms(summary.time_to_first_answer_ms),
                            label("def_ttfa", lang)))
     cards.append(watch_card(trace, lang))
+    if compact:
+        cards = cards[:4]
     foot = label("running", lang) if running else (label("new_tokens", lang, n=summary.new_tokens) + " · "
                                  + stop_text(summary.stop_reason, lang))
-    if summary and summary.wall_ms is not None:
+    if summary and summary.wall_ms is not None and not compact:
         foot += " · " + label("watch_wall", lang, wall=fmt_ms(summary.wall_ms), model=fmt_ms(summary.e2e_ms),
                               observe=fmt_ms(summary.observe_ms), wait=fmt_ms(summary.wait_ms))
-    return (f'<div class="tbt tbt-speed"><div class="tbt-cards">{"".join(cards)}</div>'
+    return (f'<div class="tbt tbt-speed"><div class="tbt-cards{" tbt-cards-row" if compact else ""}">'
+            f'{"".join(cards)}</div>'
             f'<div class="tbt-legend">{esc(foot)}</div></div>')

@@ -7,6 +7,8 @@ Styles live in `viz.css.CSS`; the only inline style is a colour picked from a fi
 
 from __future__ import annotations
 
+import math
+
 from engine.trace import PromptToken, Step, Trace
 
 from .fmt import HEX_FRAGMENT, WHITESPACE_SIGNS, esc, fmt_p, visible
@@ -110,7 +112,7 @@ def prompt_html(trace: Trace, selected: int | None = None, lang: str = "en") -> 
     legend = (f'<span class="tbt-chip tbt-special"><span class="tbt-text">'
               f'{esc(label("legend_special", lang))}</span></span>'
               f'<span class="tbt-group"><span class="tbt-chars">{esc(label("legend_fragment", lang))}'
-              f'</span></span>')
+              f'</span></span><span>{esc(label("legend_id", lang, n=f"{trace.model.vocab_size:,}"))}</span>')
     return (f'<div class="tbt tbt-prompt"><div class="tbt-counts">{counts}</div>'
             f'{chips_html(prompt.tokens, owners, prompt.templated, selected)}'
             f'<div class="tbt-legend">{legend}</div></div>')
@@ -146,6 +148,20 @@ def _step_chip(s: Step, selected: int | None, lang: str, piece: bool = False) ->
             f'</span>' + (BREAK if s.text.endswith("\n") else ""))
 
 
+def _joined_chip(steps: list[Step], selected: int | None, lang: str) -> str:
+    """Characters that took several byte-piece tokens, drawn as the text they form (Chinese reads as
+    prose) and coloured by the probability of the whole sequence (the product of its steps'); the
+    pieces appear on hover or focus. A click on the text picks the step that completed it."""
+    last = steps[-1]
+    p = math.prod(st.chosen_p_model for st in steps)
+    chosen = selected is not None and any(st.index == selected for st in steps)
+    pieces = "".join(_step_chip(st, selected, lang, piece=True) for st in steps)
+    title = "\n".join([last.text, label("joined_note", lang, n=len(steps)), f"p {fmt_p(p)}"])
+    return (f'<span class="tbt-step tbt-joined{" tbt-selected" if chosen else ""}" data-step="{last.index}" '
+            f'tabindex="0" title="{esc(title)}" style="background:{p_colour(p)}">{chip_text(last.text)}'
+            f'<span class="tbt-pieces">{pieces}</span></span>' + (BREAK if last.text.endswith("\n") else ""))
+
+
 def _is_fragment(s: Step) -> bool:
     """True for a token holding only part of a multi-byte character."""
     try:
@@ -169,10 +185,8 @@ def output_html(trace: Trace, selected: int | None = None, lang: str = "en") -> 
         if s.text == "" and _is_fragment(s):
             pieces.append(s)
             continue
-        if pieces:   # one box: the character(s) on top, the tokens that formed them below
-            chips = "".join(_step_chip(p, selected, lang, piece=True) for p in pieces + [s])
-            blocks[-1][1].append(f'<span class="tbt-group" title="{esc(s.text)}"><span class="tbt-chars">'
-                                 f'{chip_text(s.text)}</span><span class="tbt-pieces">{chips}</span></span>')
+        if pieces:   # the character(s) as prose; the tokens that formed them on hover
+            blocks[-1][1].append(_joined_chip(pieces + [s], selected, lang))
             pieces = []
         else:
             blocks[-1][1].append(_step_chip(s, selected, lang))
@@ -187,7 +201,10 @@ def output_html(trace: Trace, selected: int | None = None, lang: str = "en") -> 
         f'<div class="tbt-{kind}">'
         + (f'<div class="tbt-block-label">{esc(label(kind, lang))}</div>' if labelled else "")
         + f'<div class="tbt-chips">{"".join(chips)}</div></div>' for kind, chips in blocks)
-    foot = (f'<span class="tbt-scale"><span style="background:{p_colour(1)}">{esc(label("prob_high", lang))}'
+    joined = any('tbt-joined' in chip for _, chips in blocks for chip in chips)
+    foot = (f'<span class="tbt-step tbt-joined tbt-joined-key">{esc(label("legend_joined", lang))}</span> '
+            if joined else "")
+    foot += (f'<span class="tbt-scale"><span style="background:{p_colour(1)}">{esc(label("prob_high", lang))}'
             f'</span><span style="background:{p_colour(0)}">{esc(label("prob_low", lang))}</span></span> '
             f'{esc(label("prob_legend", lang))}')
     if trace.summary is not None:

@@ -33,6 +33,12 @@ CSS = """
 .tbt-step { display: inline-block; padding: 1px 2px; margin: 1px 0; border-radius: 3px; cursor: pointer;
   color: #1f2430; white-space: pre-wrap; }
 .tbt-step:hover { outline: 2px solid #3a6fd8; }
+.tbt-output .tbt-chips { gap: 2px 1px; }
+.tbt-joined { position: relative; text-decoration: underline dotted #8a5cc9; text-underline-offset: 4px; }
+.tbt-joined .tbt-pieces { display: none; position: absolute; left: 0; top: 100%; z-index: 20; gap: 2px;
+  padding: 3px; background: #fff; border: 1.5px solid #8a5cc9; border-radius: 6px; white-space: nowrap; }
+.tbt-joined:hover .tbt-pieces, .tbt-joined:focus-within .tbt-pieces { display: flex; }
+.tbt-joined-key { cursor: default; background: #f3f4f6; }
 .tbt-partial { font-family: Menlo, Consolas, monospace; font-size: 11px; color: #6b7280; }
 .tbt-forced { border-bottom: 2px dashed #d0455b; }
 .tbt-thinking { margin-bottom: 10px; padding: 6px 10px; border-left: 4px solid #8a5cc9;
@@ -55,6 +61,7 @@ CSS = """
 .tbt-barcell { width: 120px; }
 .tbt-bar { display: block; height: 10px; background: #3a6fd8; border-radius: 2px; }
 .tbt-cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(190px, 1fr)); gap: 10px; }
+.tbt-cards-row { grid-template-columns: repeat(4, minmax(0, 1fr)); }
 .tbt-card { border: 1px solid #d9dde3; border-radius: 8px; padding: 10px 12px; background: #fff; }
 .tbt-card-name { font-size: 14px; color: #4b5563; }
 .tbt-card-value { font-size: 28px; font-weight: 600; font-variant-numeric: tabular-nums; }

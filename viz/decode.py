@@ -23,17 +23,20 @@ def _how(trace: Trace, lang: str) -> str:
                  p=s.top_p if s.top_p < 1 else label("surv_off", lang))
 
 
-def candidates_chart(trace: Trace, step: int, lang: str = "en") -> alt.LayerChart:
-    """The stored top candidates of one step: probability before and after sampling transforms."""
+def candidates_chart(trace: Trace, step: int, lang: str = "en", top: int | None = None) -> alt.LayerChart:
+    """The stored top candidates of one step: probability before and after sampling transforms;
+    only the `top` best (and the chosen one) where the chart has little room, as on a projector."""
     frame = frames.candidates_frame(trace, step, lang)
+    if top is not None:
+        frame = frame[(frame["rank"] < top) | frame["chosen"]]
     s = trace.steps[step]
     before, after = label("p_model_series", lang), label("p_final_series", lang)
     # one row per (candidate, distribution), so the two bars of a candidate sit side by side
     long = pd.concat([frame.assign(which=before, p=frame["p_model"]),
                       frame.assign(which=after, p=frame["p_final"])], ignore_index=True)
     subtitle = [label("candidates_sub", lang, how=_how(trace, lang))]
-    if len(frame) > len(s.candidates):
-        subtitle.append(label("candidates_outside", lang, n=len(s.candidates)))
+    if len(frame) > len(s.candidates) or frame["rank"].max() >= (top or len(s.candidates)):
+        subtitle.append(label("candidates_outside", lang, n=min(top or len(s.candidates), len(s.candidates))))
     order = frame["label"].tolist()
     title = label("candidates_title", lang, step=step, token=f"“{visible(s.token)}”",
                   rank=s.chosen_rank + 1)

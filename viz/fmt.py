@@ -10,6 +10,8 @@ import html
 import math
 import re
 
+from .labels import label
+
 DASH = "—"  # shown where a value was not measured (yet)
 
 # Whitespace a token may hold, drawn as a visible sign so "␣world" and "world" can be told apart.
@@ -62,15 +64,23 @@ def fmt_p(p: float | None) -> str:
     return f"{p * 100:.3g}%"
 
 
-def fmt_rate(per_s: float | None) -> str:
-    """Tokens per second: "9.93 tok/s", "267 tok/s"."""
+def fmt_rate(per_s: float | None, lang: str = "en") -> str:
+    """Tokens per second: "9.93 tok/s", "267 tok/s" ("9.93 token/秒" on the zh page)."""
     if per_s is None or not math.isfinite(per_s):
         return DASH
-    return f"{per_s:.3g} tok/s" if per_s < 1000 else f"{per_s:,.0f} tok/s"
+    return label("unit_rate", lang, x=f"{per_s:.3g}" if per_s < 1000 else f"{per_s:,.0f}")
 
 
-def fmt_nats(x: float | None) -> str:
-    return DASH if x is None or not math.isfinite(x) else f"{x:.3f} nats"
+def fmt_nats(x: float | None, lang: str = "en") -> str:
+    return DASH if x is None or not math.isfinite(x) else label("unit_nats", lang, x=f"{x:.3f}")
+
+
+def device_name(device: str) -> str:
+    """A torch device as people name it: "cpu" -> "CPU", "cuda:0" -> "GPU (cuda:0)"."""
+    device = str(device)
+    if device == "cpu":
+        return "CPU"
+    return f"GPU ({device})" if device.startswith(("cuda", "mps")) else device
 
 
 def visible(text: str) -> str:

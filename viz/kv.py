@@ -91,14 +91,16 @@ def projection_chart(rows: list[dict], lang: str = "en") -> alt.LayerChart:
                alt.Tooltip("kv:N", title=label("col_kv", lang)),
                alt.Tooltip("weights:N", title=label("col_weights", lang)),
                alt.Tooltip("kind:N", title=label("source", lang))]
-    measured, projected = label("measured", lang), label("projected", lang)
+    # the measured/projected legend only when both are on the chart
+    kinds = [k for k in (label("measured", lang), label("projected", lang)) if k in set(frame["kind"])]
     bars = alt.Chart(frame).mark_bar().encode(
         x=x, xOffset=offset,
         y=alt.Y("kv_bytes:Q", scale=alt.Scale(type="log"), axis=y_axis, stack=None),
         color=alt.Color("model:N", sort=models, title=label("model", lang),
-                        legend=alt.Legend(orient="top", columns=2)),
+                        legend=alt.Legend(orient="top", columns=2, labelLimit=420)),
         opacity=alt.Opacity("kind:N", title=label("source", lang),
-                            scale=alt.Scale(domain=[measured, projected], range=[1.0, 0.55])),
+                            scale=alt.Scale(domain=kinds, range=[1.0, 0.55][:len(kinds)] if len(kinds) > 1 else [0.8]),
+                            legend=alt.Legend(orient="top") if len(kinds) > 1 else None),
         tooltip=tooltip)
     ticks = alt.Chart(frame).mark_tick(color=INK, thickness=3).encode(
         x=x, xOffset=offset, y=alt.Y("weights_bytes:Q", scale=alt.Scale(type="log")),

@@ -9,6 +9,7 @@ with a message for the page (which shows it in place of the chart).
 from __future__ import annotations
 
 import math
+import re
 
 import altair as alt
 import pandas as pd
@@ -18,7 +19,12 @@ from .kv import BYTES_LABEL, _powers_of_two
 from .labels import LABELS, label
 from .theme import BLUE, INK, ORANGE
 
-FORMAT_NAMES = {"fp32": "fp32", "bf16": "bf16", "int8": "int8 (LLM.int8)", "nf4": "4-bit (nf4)"}
+FORMAT_NAMES = {"fp32": "fp32", "bf16": "bf16", "int8": "int8 (LLM.int8)"}
+
+
+def format_name(key: str, lang: str) -> str:
+    """A weight format as the page names it ("4-bit (nf4)" / "4 位 (nf4)")."""
+    return label("lab_nf4", lang) if key == "nf4" else FORMAT_NAMES.get(key, key)
 IMPL_NAMES = {"eager": "eager", "sdpa": "SDPA", "flash_attention_2": "FlashAttention-2"}
 
 
@@ -237,7 +243,7 @@ def attention_summary(result: dict, lang: str = "en") -> str:
 def _weights_frame(part: dict, lang: str) -> pd.DataFrame:
     rows = []
     for r in part.get("rows", []):
-        name = FORMAT_NAMES.get(r["format"], r["format"])
+        name = format_name(r["format"], lang)
         if not r.get("available"):
             rows.append({"format": name, "available": False, "reason": why(r, lang)})
             continue
@@ -306,7 +312,7 @@ def weights_table(result: dict, lang: str = "en") -> pd.DataFrame:
     part = section(result, "weights", lang)
     rows = []
     for r in part.get("rows", []):
-        name = FORMAT_NAMES.get(r["format"], r["format"])
+        name = format_name(r["format"], lang)
         if not r.get("available"):
             rows.append({label("lab_format", lang): name, label("lab_weight_memory", lang): DASH,
                          label("ttft", lang): DASH, label("tpot", lang): DASH, label("tokens_per_s", lang): DASH,
@@ -340,10 +346,10 @@ def weights_summary(result: dict, lang: str = "en") -> str:
         return label("lab_partial", lang)
     smallest = min(ok.values(), key=lambda r: r["weight_bytes"])
     fastest = min(ok.values(), key=lambda r: r.get("tpot_ms") or math.inf)
-    return label("lab_weights_means", lang, small=FORMAT_NAMES.get(smallest["format"], smallest["format"]),
+    return label("lab_weights_means", lang, small=format_name(smallest["format"], lang),
                  share=f"{smallest['weight_bytes'] / ok['fp32']['weight_bytes']:.0%}",
                  agree=f"{smallest['top1_agreement']:.0%}",
-                 fast=FORMAT_NAMES.get(fastest["format"], fastest["format"]), tpot=fmt_ms(fastest.get("tpot_ms")))
+                 fast=format_name(fastest["format"], lang), tpot=fmt_ms(fastest.get("tpot_ms")))
 
 
 def quality_line(result: dict, lang: str = "en") -> str:
@@ -353,7 +359,7 @@ def quality_line(result: dict, lang: str = "en") -> str:
     rows = [r for r in part.get("rows", []) if r.get("available") and r["format"] != "fp32"]
     if not rows:
         return label("lab_partial", lang)
-    each = [label("lab_quality_row", lang, fmt=FORMAT_NAMES.get(r["format"], r["format"]),
+    each = [label("lab_quality_row", lang, fmt=format_name(r["format"], lang),
                   agree=f"{r['top1_agreement']:.1%}", kl=f"{r['mean_kl']:.3f}") for r in rows]
     return label("lab_quality_line", lang, rows=("；" if lang == "zh" else "; ").join(each),
                  n=part.get("quality_positions", "?"))
@@ -372,7 +378,7 @@ def _roofline_frame(part: dict, model: str | None, lang: str) -> pd.DataFrame:
     bound, measured = label("lab_bound", lang), label("measured", lang)
     out = []
     for r in (r for r in rows if r["model"] == model):
-        hw = r["hardware"] + ("" if r["fits_in_memory"] else f" ({label('lab_does_not_fit', lang)})")
+        hw = hardware_name(r, lang) + ("" if r["fits_in_memory"] else f" ({label('lab_does_not_fit', lang)})")
         for metric, key in (("TTFT", "ttft"), ("TPOT", "tpot")):
             out.append({"hardware": hw, "metric": metric, "kind": bound, "ms": r[f"{key}_bound_ms"],
                         "detail": (label(f"lab_bound_by_{r['ttft_bound_by']}", lang) if key == "ttft"
@@ -426,21 +432,39 @@ def roofline_chart(result: dict, model: str | None = None, lang: str = "en") -> 
 
 
 def roofline_table(result: dict, model: str | None = None, lang: str = "en") -> pd.DataFrame:
+    """One row per hardware, narrow enough for the lab's column: the two bounds (the TTFT one with
+    what limits it), what was measured here (or "projection"), the ratio, and whether it fits."""
     part = section(result, "roofline", lang)
     rows = [r for r in part.get("rows", []) if model is None or r["model"] == model]
     yes, no = label("yes", lang), label("no", lang)
+
+    def limited_by(r: dict) -> str:
+        return label(f"lab_bound_by_{r['ttft_bound_by']}", lang)
+
+    def measured(r: dict) -> str:
+        if r["projection"] or not _finite(r.get("measured_ttft_ms")):
+            return label("lab_projection", lang)
+        return f"{fmt_ms(r['measured_ttft_ms'])} · {fmt_ms(r.get('measured_tpot_ms'))}"
     return pd.DataFrame([{
-        label("model", lang): r["model"], label("lab_hardware", lang): r["hardware"],
-        label("lab_ttft_bound", lang): fmt_ms(r["ttft_bound_ms"]),
-        label("lab_limited_by", lang): label(f"lab_bound_by_{r['ttft_bound_by']}", lang),
+        **({label("model", lang): r["model"]} if model is None else {}),
+        label("lab_hardware", lang): hardware_name(r, lang),
+        label("lab_ttft_bound", lang): f"{fmt_ms(r['ttft_bound_ms'])} ({limited_by(r)})",
         label("lab_tpot_bound", lang): fmt_ms(r["tpot_bound_ms"]),
-        label("lab_measured_ttft", lang): fmt_ms(r.get("measured_ttft_ms")),
-        label("lab_measured_tpot", lang): fmt_ms(r.get("measured_tpot_ms")),
-        label("lab_ratio", lang): (f"TTFT {_ratio(r.get('ttft_ratio'))} · TPOT {_ratio(r.get('tpot_ratio'))}"
+        label("lab_measured_pair", lang): measured(r),
+        label("lab_ratio", lang): (f"{_ratio(r.get('ttft_ratio'))} · {_ratio(r.get('tpot_ratio'))}"
                                    if _finite(r.get("ttft_ratio")) else DASH),
         label("lab_fits", lang): yes if r["fits_in_memory"] else no,
-        label("lab_projection", lang): yes if r["projection"] else no,
     } for r in rows])
+
+
+THIS_CPU = re.compile(r"this machine \(CPU, (\d+) threads\)")
+
+
+def hardware_name(row: dict, lang: str) -> str:
+    """A roofline row's hardware in the page's language: the engine names this machine's CPU in
+    English ("this machine (CPU, 2 threads)"); GPU and catalogue names are names."""
+    cpu = THIS_CPU.fullmatch(row["hardware"])
+    return label("lab_this_cpu", lang, threads=cpu.group(1)) if cpu else row["hardware"]
 
 
 def roofline_summary(result: dict, lang: str = "en") -> str:

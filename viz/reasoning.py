@@ -48,7 +48,7 @@ def comparison_table(normal: Trace, reasoning: Trace, lang: str = "en") -> pd.Da
         if s is None:
             return ["…"] * 7
         return [fmt_ms(s.ttft_ms), fmt_ms(s.time_to_first_answer_ms), str(s.thinking_tokens),
-                str(s.answer_tokens), str(s.new_tokens), fmt_ms(s.e2e_ms), fmt_rate(s.tokens_per_s)]
+                str(s.answer_tokens), str(s.new_tokens), fmt_ms(s.e2e_ms), fmt_rate(s.tokens_per_s, lang)]
     rows = ["row_ttft", "row_ttfa", "row_thinking", "row_answer", "row_total", "row_e2e", "row_rate"]
     return pd.DataFrame({label("r_measure", lang): [label(r, lang) for r in rows],
                          label("mode_normal", lang): figures(normal),
@@ -77,7 +77,8 @@ def compare_timeline(normal: Trace, reasoning: Trace, lang: str = "en") -> alt.L
     scale = alt.Scale(domain=list(names.values()), range=[GREY, PURPLE, BLUE])
     lanes = [label("mode_normal", lang), label("mode_reasoning", lang)]
     y = alt.Y("lane:N", sort=lanes, title=None)
-    bars = alt.Chart(pd.DataFrame(rows)).mark_bar(height={"band": 0.6}).encode(
+    # bars fill the lower half of each lane; the "first answer token" label sits in the upper half
+    bars = alt.Chart(pd.DataFrame(rows)).mark_bar(height={"band": 0.45}, yOffset=6).encode(
         x=alt.X("start:Q", title=label("ms_axis", lang), axis=alt.Axis(format="d")), x2="end:Q", y=y,
         color=alt.Color("phase:N", scale=scale, title=label("phase", lang), legend=alt.Legend(orient="top")),
         tooltip=[alt.Tooltip("step:N", title=label("step", lang)), alt.Tooltip("token:N", title=label("token", lang)),
@@ -85,9 +86,10 @@ def compare_timeline(normal: Trace, reasoning: Trace, lang: str = "en") -> alt.L
     layers = [bars]
     if marks:
         frame = pd.DataFrame(marks)
-        layers.append(alt.Chart(frame).mark_tick(color=ORANGE, thickness=3, size=40).encode(x="t:Q", y=y))
-        layers.append(alt.Chart(frame).mark_text(align="left", dx=6, dy=-18, color=INK, fontSize=13).encode(
-            x="t:Q", y=y, text="text:N"))
+        layers.append(alt.Chart(frame).mark_tick(color=ORANGE, thickness=3, size=26, yOffset=6).encode(
+            x="t:Q", y=y))
+        layers.append(alt.Chart(frame).mark_text(align="left", baseline="top", dx=6, color=INK, fontSize=13).encode(
+            x="t:Q", y=alt.Y("lane:N", sort=lanes, title=None, bandPosition=0.05), text="text:N"))
     return alt.layer(*layers, title=alt.Title(label("compare_title", lang),
                                               subtitle=[label("compare_sub", lang)])).properties(width=720, height=150)
 

@@ -117,16 +117,18 @@ def ttft_vs_length_chart(rows: list[dict], lang: str = "en") -> alt.LayerChart:
         y=alt.Y("ms:Q", title=label("ms_per_token", lang)),
         color=alt.Color("runs:N", sort=runs, title=label("run", lang),
                         legend=alt.Legend(orient="top") if len(runs) > 1 else None),
-        strokeDash=alt.StrokeDash("measure:N", title=label("measure", lang),
-                                  scale=alt.Scale(domain=[ttft, prefill], range=[[1, 0], [6, 4]]),
-                                  legend=alt.Legend(orient="top")),
         detail="measure:N",
     )
+    # the dash legend is drawn with line symbols in the lines' colour (points would show as dots)
+    dash = alt.StrokeDash("measure:N", title=label("measure", lang),
+                          scale=alt.Scale(domain=[ttft, prefill], range=[[1, 0], [6, 4]]),
+                          legend=alt.Legend(orient="top", symbolType="stroke", symbolStrokeWidth=2.5,
+                                            symbolSize=400, symbolStrokeColor=BLUE if len(runs) == 1 else INK))
     tooltip = [alt.Tooltip("runs:N", title=label("run", lang)),
                alt.Tooltip("measure:N", title=label("measure", lang)),
                alt.Tooltip("prompt_tokens:Q", title=label("prompt_tokens_axis", lang)),
                alt.Tooltip("ms:Q", title=label("ms_per_token", lang), format=".1f")]
-    return alt.layer(base.mark_line(strokeWidth=2.5),
+    return alt.layer(base.mark_line(strokeWidth=2.5).encode(strokeDash=dash),
                      base.mark_point(filled=True, size=60).encode(tooltip=tooltip),
                      title=alt.Title(label("ttft_len_title", lang), subtitle=[label("ttft_len_sub", lang)]),
                      ).properties(width=560, height=300)

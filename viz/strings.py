@@ -43,11 +43,12 @@ def walkthrough() -> dict:
 
 @lru_cache(maxsize=1)
 def page() -> dict[str, dict[str, str]]:
-    """The page's strings: page.json plus the walkthrough's step titles and texts (wt_<i>_title/_text)."""
+    """The page's strings: page.json plus the walkthrough's step titles, one-line introductions
+    (also the top line of each Explore chapter) and texts (wt_<i>_title/_intro/_text)."""
     strings = dict(_read("page.json"))
     for i, step in enumerate(walkthrough()["steps"]):
-        strings[f"wt_{i}_title"] = step["title"]
-        strings[f"wt_{i}_text"] = step["text"]
+        for part in ("title", "intro", "text"):
+            strings[f"wt_{i}_{part}"] = step[part]
     return strings
 
 
