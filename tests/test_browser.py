@@ -227,7 +227,7 @@ def test_controls_and_clicks_redraw_their_views(page, shots):
     before = pixels(page, "#heatmap")
     slider = page.locator("#prefill-layer input[type=number]")
     slider.fill("7")
-    slider.press("Enter")
+    slider.press("Tab")          # a slider redraws when let go: here, when its number box is left
     page.wait_for_function(f"(b) => ({PIXELS_JS})('#heatmap') !== b", arg=before, timeout=20_000)
     # click a generated token: the decode chapter jumps to that step
     page.locator("#output .tbt-step[data-step='3']").click()
@@ -311,3 +311,98 @@ def test_a_loaded_file_says_so_and_a_clicked_token_moves_every_step_view(page, t
     page.get_by_role("tab", name="8 · Sampling").click()
     page.wait_for_function("() => document.querySelector('#survivors').innerText.includes('real run')",
                            timeout=15_000)
+
+
+# Latin words the zh page may show: terms the glossary keeps in English (token, KV, TTFT...),
+# units, and names of kernels, formats and tools. A word with a digit in it is a name (SmolLM2,
+# fp32, H100) and passes too.
+LATIN_ALLOWED = {"token", "Token", "KV", "TTFT", "TPOT", "CPU", "GPU", "SDPA", "FlashAttention", "eager",
+                 "logit", "lens", "Logit", "softmax", "Top-k", "Top-p", "top-k", "top-p", "KL", "JSON", "GGUF",
+                 "Roofline", "vLLM", "API", "Gradio", "Qwen", "ms", "s", "GiB", "MiB", "KiB", "GB", "KB", "MB",
+                 "GFLOP", "SXM", "ln", "e", "nat", "python", "engine", "trace", "lab", "eval", "json"}
+VISIBLE_TEXT_JS = """() => {
+  const out = [];
+  // not scanned: visitor and model texts, file names, and screen-reader-only text (Gradio's own
+  // status announcements: its zh-CN catalogue lacks "common.complete")
+  const skip = 'script, style, textarea, input, code, pre, footer, .gallery, .tbt-chips, .tbt-compare, ' +
+               '.tbt-reasoning, #download, #upload';
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const el = walker.currentNode.parentElement;
+    const box = el && el.getBoundingClientRect();
+    if (!el || el.closest(skip) || !box || box.width <= 1 || box.height <= 1) continue;
+    const text = walker.currentNode.textContent.trim();
+    if (text) out.push(text);
+  }
+  document.querySelectorAll('.vega-embed svg text').forEach((t) => out.push(t.textContent));
+  return out;
+}"""
+
+
+def latin_words(texts: list[str]) -> set[str]:
+    import re
+    words = set()
+    for text in texts:
+        text = text.replace("Token by Token", "")                   # the product's name
+        text = re.sub(r"<[0-9A-F]{2}(?: [0-9A-F]{2})*>|</?think>", " ", text)   # byte pieces, tags
+        # an English gloss after the Chinese term (预填充（Prefill）), a quoted example ("Hello, world!"),
+        # key names in the keyboard hint
+        text = re.sub(r"（[A-Za-z][A-Za-z\- ]*）|\"[^\"]*\"|PageUp|PageDown", " ", text)
+        for word in re.findall(r"[A-Za-z][A-Za-z0-9\-.]*[A-Za-z0-9]|[A-Za-z]", text):
+            if word not in LATIN_ALLOWED and not re.search(r"\d", word) and len(word) > 1:
+                words.add(word)
+    return words
+
+
+def test_the_chinese_page_has_no_english_left(browser, app_url, output_dir):
+    """The zh page, every Explore chapter and every walkthrough step as drawn: no Latin word outside
+    the allow-list of kept terms, units and names (visitor and model texts are not scanned)."""
+    context = browser.new_context(locale="zh-CN", viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    try:
+        page.goto(app_url)
+        page.wait_for_selector("#output .tbt-recording", timeout=60_000)
+        texts = page.evaluate(VISIBLE_TEXT_JS)
+        for name in ["1 · 分词", "2 · 预填充", "3 · KV 缓存", "4 · 逐 token", "5 · 速度", "6 · ", "7 · ", "8 · ",
+                     "记录文件"]:
+            page.get_by_role("tab").filter(has_text=name).first.click()
+            page.wait_for_timeout(1500)
+            page.wait_for_function("() => !document.querySelector('.pending')", timeout=30_000)
+            texts += page.evaluate(VISIBLE_TEXT_JS)
+        page.get_by_role("tab").filter(has_text="导览").first.click()
+        for step in range(8):
+            page.wait_for_selector(f"#wt-step-{step}", state="visible", timeout=30_000)
+            page.wait_for_timeout(800)
+            texts += page.evaluate(VISIBLE_TEXT_JS)
+            if step < 7:
+                page.locator(f"#wt-step-{step} .tbt-next").click()
+        left = latin_words(texts)
+        assert not left, " ".join(sorted(left))
+    finally:
+        context.close()
+
+
+def test_a_drag_on_the_decode_slider_costs_one_redraw(page, shots):
+    """Dragging the step slider across the whole answer sends the first value and then only the
+    last (trigger_mode="always_last"), not one redraw per tick; the view ends on the last step."""
+    open_tab(page, "4 · Decode", ["#candidates"])
+    joins = []
+    page.on("request", lambda r: joins.append(r.url) if "queue/join" in r.url else None)
+    track = page.locator("#step input[type=range]").bounding_box()
+    y = track["y"] + track["height"] / 2
+    page.mouse.move(track["x"] + 2, y)
+    page.mouse.down()
+    started = time.monotonic()
+    ticks = 30
+    for i in range(1, ticks + 1):
+        page.mouse.move(track["x"] + 2 + (track["width"] - 4) * i / ticks, y)
+        page.wait_for_timeout(30)
+    page.mouse.up()
+    last = page.evaluate("() => document.querySelector('#step input[type=number]').value")
+    page.wait_for_function(f"() => document.querySelector('#step-facts').innerText.includes('{last}')",
+                           timeout=30_000)
+    page.wait_for_function("() => !document.querySelector('#candidates .pending, #step-facts .pending')",
+                           timeout=30_000)
+    settled = time.monotonic() - started
+    print(f"drag of {ticks} ticks: {len(joins)} redraws, settled after {settled:.2f} s")
+    assert int(last) > 10 and len(joins) <= 3, (last, joins)

@@ -245,17 +245,17 @@ class Explore:
                            **PRIVATE).success(
             self.render_all, self.render_inputs, self.views, **PRIVATE)
 
+        # a slider redraws its heavy views when it is let go (`release`: the end of a drag, or the
+        # number box left), so a drag across the answer costs one redraw, not one per tick
         prefill_in = [self.trace, self.layer, self.head, self.query, self.lang]
-        # a drag redraws once for its last value, not once per tick (trigger_mode="always_last")
-        for control in (self.layer, self.head, self.query):
-            control.input(lambda tr, *a: prefill_view(tr, *a) if tr else [gr.skip()] * 3, prefill_in,
-                          [self.prefill_facts, self.heatmap, self.head_view], trigger_mode="always_last",
-                          **PRIVATE)
+        gr.on([self.layer.release, self.head.input, self.query.release],
+              lambda tr, *a: prefill_view(tr, *a) if tr else [gr.skip()] * 3, prefill_in,
+              [self.prefill_facts, self.heatmap, self.head_view], trigger_mode="always_last", **PRIVATE)
         decode_out = [self.step_facts, self.candidates, self.attention_row, self.lens]
-        for control in (self.step, self.d_layer, self.d_head):
-            control.input(lambda tr, *a: decode_view(tr, *a) if tr else [gr.skip()] * 4,
-                          [self.trace, self.step, self.d_layer, self.d_head, self.lang], decode_out,
-                          trigger_mode="always_last", **PRIVATE)
+        gr.on([self.step.release, self.d_layer.release, self.d_head.input],
+              lambda tr, *a: decode_view(tr, *a) if tr else [gr.skip()] * 4,
+              [self.trace, self.step, self.d_layer, self.d_head, self.lang], decode_out,
+              trigger_mode="always_last", **PRIVATE)
 
         def pick_step(tr, d_layer, d_head, temperature, top_k, top_p, seed, lang, evt: gr.EventData):
             """A click on an answer token: every view that depends on the step follows it (Decode and
@@ -279,8 +279,9 @@ class Explore:
 
         sampling_in = [self.trace, self.s_step, self.s_temperature, self.s_top_k, self.s_top_p, self.s_seed,
                        self.lang]
-        for control in (self.s_step, self.s_temperature, self.s_top_k, self.s_top_p, self.s_seed):
-            control.input(lambda tr, *a: sampling_view(tr, *a) if tr else [gr.skip()] * 2, sampling_in,
-                          [self.playground, self.survivors], trigger_mode="always_last", **PRIVATE)
+        # the playground is light: its knobs redraw while they move; the step only when let go
+        gr.on([self.s_step.release, self.s_temperature.input, self.s_top_k.input, self.s_top_p.input,
+               self.s_seed.input], lambda tr, *a: sampling_view(tr, *a) if tr else [gr.skip()] * 2,
+              sampling_in, [self.playground, self.survivors], trigger_mode="always_last", **PRIVATE)
         self.sweep_btn.click(on_gpu(actions.sweep, 120), [self.prompt, self.model_id, self.lang], self.sweep_plot,
                              **ENGINE, **PRIVATE)

@@ -60,7 +60,8 @@ def presentable(chart, size: tuple[int, int] | None = None, big: bool = False):
         chart = chart.properties(width=size[0], height=size[1])
     # one configure_title call: a second one would replace the first. Long titles and subtitles
     # would widen the chart past its box, so they are cut with an ellipsis.
-    title = {"limit": size[0] + 280} if size is not None else {}   # the box is ~size[0] + 340 wide
+    # the box is ~size[0] + 340 wide; on a projector the narration takes more of the row
+    title = {"limit": size[0] + (200 if big else 280)} if size is not None else {}
     if big:
         title.update(fontSize=24, subtitleFontSize=16, color="#000", subtitleColor="#222")
     if title:
