@@ -8,7 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
-from .errors import EngineError
+from .errors import EngineError, InvalidRequest
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
@@ -51,6 +51,18 @@ def parser() -> argparse.ArgumentParser:
     lab.add_argument("--only", default=None, help="comma list of experiments: kv_cache,attention,weights,roofline")
     lab.add_argument("--json", action="store_true", help="print JSON only")
 
+    f = sub.add_parser("fork", help="continue a trace from step K with another token, reusing the cached prefix")
+    _model_args(f)
+    f.add_argument("--trace", help="the trace JSON to fork (python -m engine trace --out ...)")
+    f.add_argument("--step", type=int, help="the step to replace (0 = the first generated token)")
+    f.add_argument("--token", type=int, help="the token id to put there: one of that step's stored candidates")
+    f.add_argument("--parent", default="", help="fork a branch of the trace instead of the run (its id, e.g. b1)")
+    f.add_argument("--max-new-tokens", type=int, default=None, help="tokens after the chosen one (default: the run's)")
+    f.add_argument("--out", help="where to write the trace with its new branch")
+    f.add_argument("--bench", action="store_true",
+                   help="measure instead: branch TTFT with the reused cache vs recomputing the prefix")
+    f.add_argument("--json", action="store_true", help="print JSON only")
+
     ev = sub.add_parser("eval", help="accuracy and time on the built-in questions at several thinking budgets")
     _model_args(ev)
     ev.add_argument("--budgets", default="0,64,256", help="comma list of thinking budgets (0 = normal mode)")
@@ -68,10 +80,15 @@ def main(argv: list[str] | None = None) -> int:
                              attn_implementation=args.attn)
         if args.command == "trace":
             return _trace(engine, args)
+        if args.command == "fork" and not args.bench:
+            return _fork(engine, args)
         if args.command == "lab":
             from .lab import run_lab
             only = args.only.split(",") if args.only else None
             result = run_lab(engine, quick=args.quick, only=only)
+        elif args.command == "fork":
+            from .fork_bench import fork_bench
+            result = fork_bench(engine)
         elif args.command == "eval":
             from .evaluation import evaluate
             budgets = [int(b) for b in args.budgets.split(",")]
@@ -101,4 +118,31 @@ def _trace(engine, args) -> int:
           f"TTFT {s.ttft_ms:.0f} ms, TPOT {s.tpot_ms or 0:.1f} ms, {s.tokens_per_s:.1f} tok/s -> {args.out}",
           file=sys.stderr)
     print(trace.output_text)
+    return 0
+
+
+def _fork(engine, args) -> int:
+    """One branch from a trace file. No cache of that run is in this new process, so the prefix is
+    computed once (reported as rebuilt); the branch then reuses it, and the same first token is
+    also recomputed from scratch for comparison."""
+    from .fork import measure_recompute, run_fork
+    from .trace import Trace
+    if args.trace is None or args.step is None or args.token is None or args.out is None:
+        raise InvalidRequest("fork needs --trace, --step, --token and --out (or --bench)")
+    try:
+        text = Path(args.trace).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidRequest(f"cannot read {args.trace}: {exc.strerror}") from None
+    trace = Trace.from_json(text, max_bytes=engine.limits.max_upload_bytes).validate(engine.limits)
+    forked = run_fork(engine, trace, args.step, args.token, parent=args.parent,
+                      max_new_tokens=args.max_new_tokens)
+    forked = measure_recompute(engine, forked, forked.branches[-1].id)
+    Path(args.out).write_text(forked.to_json(), encoding="utf-8")
+    b = forked.branches[-1]
+    report = {"branch": b.id, "parent": b.parent or "run", "at": b.at, "token": b.token,
+              "reused_tokens": b.reused_tokens, "rebuilt_ms": b.rebuilt_ms, "copy_ms": b.copy_ms,
+              "ttft_reuse_ms": b.summary.ttft_ms, "ttft_recompute_ms": b.recompute_ms,
+              "branch_cache_bytes": b.cache_bytes, "new_tokens": b.summary.new_tokens,
+              "text": "".join(s.text for s in b.steps), "out": args.out}
+    print(json.dumps(report, ensure_ascii=False, indent=None if args.json else 2))
     return 0

@@ -20,6 +20,7 @@ from .clock import now_ms
 from .errors import InvalidRequest
 from .hooks import Capture, final_norm, hooked
 from .loading import LoadedModel, load
+from .prefixes import Prefixes
 from .reasoning import thinking_style
 from .sampling import shortest32
 from .request import Limits
@@ -51,6 +52,7 @@ class Engine:
         self.token_bytes = TokenBytes(self.tokenizer)
         self.device = self.model.device
         self.lock = threading.RLock()
+        self.prefixes = Prefixes(self.limits.prefix_cache_bytes)   # finished runs' caches, for forking
         self.held_for: str | None = None  # why the engine is held exclusively (a lab timing), else None
         self._runs = 0                   # runs started and not yet finished, cancelled or closed
         self._runs_lock = threading.Lock()

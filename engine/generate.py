@@ -14,6 +14,7 @@ waiting (another run's pass, the lab, a reader that pauses the generator) are st
 from __future__ import annotations
 
 import threading
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Generator
@@ -40,7 +41,7 @@ class Event:
 
 
 def stream_trace(engine: Engine, prompt: str, settings: Settings | None = None,
-                 cancel: threading.Event | None = None) -> Generator[Event, None, Trace]:
+                 cancel: threading.Event | None = None, keep_cache: bool = False) -> Generator[Event, None, Trace]:
     engine.ensure_device()
     start = now_ms(engine.device)                      # request start: TTFT counts from here
     settings = check_settings(settings or Settings(), engine.limits)
@@ -53,19 +54,20 @@ def stream_trace(engine: Engine, prompt: str, settings: Settings | None = None,
         prompt=Prompt(raw=prompt, templated=templated,
                       tokens=prompt_tokens(engine.token_bytes, templated, ids),
                       raw_token_count=len(engine.encode(prompt, templated=True))),
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"), run_id=uuid.uuid4().hex[:12],
         reasoning=engine.thinking_style if reasoning_on(settings) else None,
         observation=Observation(kernel=engine.kernel(Capture(attention=settings.attention)),
                                 attention=engine.capture_via if settings.attention else None,
                                 logit_lens=settings.logit_lens))
     run = Run(engine, trace, ids, start, cancel or threading.Event())
+    run.keep_cache = keep_cache and settings.use_cache
     return run.events()
 
 
 def run_trace(engine: Engine, prompt: str, settings: Settings | None = None,
-              cancel: threading.Event | None = None) -> Trace:
+              cancel: threading.Event | None = None, keep_cache: bool = False) -> Trace:
     """The whole run at once."""
-    events = stream_trace(engine, prompt, settings, cancel)
+    events = stream_trace(engine, prompt, settings, cancel, keep_cache=keep_cache)
     while True:
         try:
             next(events)
@@ -91,6 +93,7 @@ class Run:
         self.attention_bytes = 0
         self.capture_attention = s.attention
         self.thinking = Thinking(engine, s, engine.thinking_style, trace.prompt.templated)
+        self.keep_cache = False     # keep the finished run's cache for forking (engine.prefixes)
 
     def events(self) -> Generator[Event, None, Trace]:
         trace = self.trace
@@ -106,6 +109,8 @@ class Run:
                 reason = self.decode_one_token()
                 yield Event("step", trace)
             self.finish(reason)
+            if self.keep_cache and self.cache is not None:
+                self.engine.prefixes.keep((trace.run_id, "root"), self.cache)
             yield Event("done", trace)
             return trace
         finally:                      # closed early (GeneratorExit) or failed: keep the partial trace

@@ -41,6 +41,7 @@ class Limits:
     lab_max_prompt_tokens: int = 2_048     # longest prefill the lab's attention experiment runs
     lab_seconds: int = 50                  # time budget of one lab experiment's growing sizes
     lab_max_parameters: int = 1_000_000_000  # the weights experiment loads extra copies only up to this
+    prefix_cache_bytes: int = 256_000_000  # KV caches of finished runs and branches kept for forking
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -52,6 +53,7 @@ class Limits:
             lab_max_prompt_tokens=_env_int("TBT_LAB_MAX_TOKENS", cls.lab_max_prompt_tokens),
             lab_seconds=_env_int("TBT_LAB_SECONDS", cls.lab_seconds),
             lab_max_parameters=_env_int("TBT_LAB_MAX_PARAMS", cls.lab_max_parameters),
+            prefix_cache_bytes=_env_int("TBT_PREFIX_CACHE_MB", cls.prefix_cache_bytes // 1_000_000) * 1_000_000,
         )
 
 

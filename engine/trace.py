@@ -13,10 +13,10 @@ from .errors import TraceFormatError
 from .packed import PackedRows
 from .serial import from_plain, to_plain
 
-SCHEMA = "token-by-token/trace@2"
+SCHEMA = "token-by-token/trace@3"
 # trace@1 (before the honest clocks): step times were wall time, watching and waiting included.
-# Such files still load; their new fields keep the defaults below.
-READABLE = ("token-by-token/trace@1", SCHEMA)
+# trace@2: no branches, no run id. Such files still load; their new fields keep the defaults below.
+READABLE = ("token-by-token/trace@1", "token-by-token/trace@2", SCHEMA)
 
 
 @dataclass
@@ -178,6 +178,27 @@ class Observation:
 
 
 @dataclass
+class Branch:
+    """A continuation forked from the run (or from another branch) at step `at`, where the visitor
+    chose `token` instead of what was generated. Its steps are numbered on from `at`: steps[0] is
+    that chosen token (forced, no pass of its own), then what the model generated after it."""
+    id: str                     # "b1", "b2", ... unique within the trace
+    parent: str                 # "" (the run itself) or the id of the branch it was forked from
+    at: int                     # index of the step replaced: the prefix is the prompt + steps 0..at-1
+    token: int                  # the token chosen at step `at`
+    settings: Settings          # sampling settings of the continuation (max_new_tokens: after the chosen token)
+    steps: list[Step] = field(default_factory=list)
+    summary: Summary | None = None   # ttft_ms: fork request -> first generated token, with the reused cache
+    reused_tokens: int = 0      # prefix positions taken from the cache (prompt + at), none recomputed
+    copy_ms: float = 0.0        # copying and cropping that cache (inside ttft_ms)
+    cache_bytes: int = 0        # memory of the branch's own cache copy, at its end
+    rebuilt_ms: float | None = None   # no cache was in memory (a file, an evicted run): the prefix was computed once
+    recompute_ms: float | None = None  # the same first token with the prefix recomputed from scratch (on demand)
+    recompute_token: int | None = None  # the token that recomputation gave (greedy: must equal steps[1].id)
+    created: str = ""
+
+
+@dataclass
 class Trace:
     model: ModelInfo
     settings: Settings
@@ -190,6 +211,8 @@ class Trace:
     observation: Observation | None = None
     created: str = ""
     schema: str = SCHEMA
+    run_id: str = ""                # names this run's kept KV cache on the server (forking reuses it)
+    branches: list[Branch] = field(default_factory=list)
 
     @property
     def output_text(self) -> str:

@@ -19,6 +19,7 @@ from .trace import Trace
 # Sizes no real model reaches; anything above is a hostile header, not a big model.
 MAX_LAYERS, MAX_HEADS, MAX_VOCAB, MAX_CONTEXT = 1_024, 1_024, 10_000_000, 100_000_000
 MAX_TOTAL_VALUES = 64_000_000        # attention values all blocks together may unpack to
+MAX_BRANCHES = 64                    # forks one trace may hold
 
 
 def _check(ok: bool, where: str, what: str) -> None:
@@ -65,13 +66,31 @@ def validate(trace: Trace, limits: Limits | None = None) -> Trace:
         _check(trace.prefill.ms >= 0 and trace.prefill.tokenize_ms >= 0, "prefill", "negative time")
 
     _between(len(trace.steps), 0, limits.max_new_tokens, "steps")
-    for i, st in enumerate(trace.steps):
-        where = f"steps[{i}]"
-        _check(st.index == i, f"{where}.index", f"is {st.index}, expected {i}")
+    _validate_steps(trace, trace.steps, 0, "steps")
+    if trace.summary is not None:
+        sm = trace.summary
+        _check(sm.new_tokens == len(trace.steps), "summary.new_tokens",
+               f"says {sm.new_tokens:,} but there are {len(trace.steps):,} steps")
+        _check(sm.thinking_tokens + sm.answer_tokens <= sm.new_tokens and
+               min(sm.thinking_tokens, sm.answer_tokens, sm.kv_bytes_final) >= 0,
+               "summary", "token counts disagree with new_tokens")
+
+    if trace.attention is not None:
+        _validate_attention(trace, limits)
+    _validate_branches(trace, limits)
+    return trace
+
+
+def _validate_steps(trace: Trace, steps: list, first: int, name: str) -> None:
+    """The steps of the run (first = 0) or of a branch (numbered on from its fork point)."""
+    m, s, n_prompt = trace.model, trace.settings, len(trace.prompt.tokens)
+    for i, st in enumerate(steps):
+        where = f"{name}[{i}]"
+        _check(st.index == first + i, f"{where}.index", f"is {st.index}, expected {first + i}")
         _between(st.id, 0, m.vocab_size - 1, f"{where}.id")
         _between(len(st.candidates), 0, s.top_candidates, f"{where}.candidates")
         _between(st.chosen_rank, 0, m.vocab_size - 1, f"{where}.chosen_rank")
-        _between(st.kv_tokens, 0, len(p.tokens) + i + 1, f"{where}.kv_tokens")
+        _between(st.kv_tokens, 0, n_prompt + first + i + 1, f"{where}.kv_tokens")
         _check(st.kv_bytes >= 0, f"{where}.kv_bytes", "is negative")
         _between(len(st.text), 0, 256, f"{where}.text")
         _between(len(st.token), 0, 1_000, f"{where}.token")
@@ -89,17 +108,32 @@ def validate(trace: Trace, limits: Limits | None = None) -> Trace:
                 _between(g.layer, 0, m.layers - 1, f"{where}.lens.layer")
                 _between(g.id, 0, m.vocab_size - 1, f"{where}.lens.id")
 
-    if trace.summary is not None:
-        sm = trace.summary
-        _check(sm.new_tokens == len(trace.steps), "summary.new_tokens",
-               f"says {sm.new_tokens:,} but there are {len(trace.steps):,} steps")
-        _check(sm.thinking_tokens + sm.answer_tokens <= sm.new_tokens and
-               min(sm.thinking_tokens, sm.answer_tokens, sm.kv_bytes_final) >= 0,
-               "summary", "token counts disagree with new_tokens")
 
-    if trace.attention is not None:
-        _validate_attention(trace, limits)
-    return trace
+def _validate_branches(trace: Trace, limits: Limits) -> None:
+    """Each branch forks from the run or from an earlier branch, at a step its parent has, and its
+    steps are numbered on from there and sized like the run's."""
+    _between(len(trace.branches), 0, MAX_BRANCHES, "branches")
+    lengths = {"": len(trace.steps)}            # tokens generated along each lineage
+    total = 0
+    for b_index, b in enumerate(trace.branches):
+        where = f"branches[{b_index}]"
+        _check(isinstance(b.id, str) and 0 < len(b.id) <= 32 and b.id not in lengths, f"{where}.id",
+               "is empty, too long or used twice")
+        _check(b.parent in lengths, f"{where}.parent", f"{b.parent[:32]!r} is not the run or an earlier branch")
+        _between(b.at, 0, max(lengths[b.parent] - 1, 0), f"{where}.at")
+        _between(b.token, 0, trace.model.vocab_size - 1, f"{where}.token")
+        _between(b.settings.max_new_tokens, 1, limits.max_new_tokens, f"{where}.settings.max_new_tokens")
+        _between(len(b.steps), 0, b.settings.max_new_tokens + 1, f"{where}.steps")
+        _check(not b.steps or b.steps[0].id == b.token, f"{where}.steps[0]", "is not the chosen token")
+        _validate_steps(trace, b.steps, b.at, f"{where}.steps")
+        _between(b.reused_tokens, 0, len(trace.prompt.tokens) + b.at, f"{where}.reused_tokens")
+        _check(min(b.copy_ms, b.cache_bytes, b.rebuilt_ms or 0, b.recompute_ms or 0) >= 0, where, "negative size or time")
+        if b.summary is not None:
+            _check(b.summary.new_tokens == max(len(b.steps) - 1, 0), f"{where}.summary.new_tokens",
+                   f"says {b.summary.new_tokens:,} but the branch generated {max(len(b.steps) - 1, 0):,}")
+        total += len(b.steps)
+        lengths[b.id] = b.at + len(b.steps)
+    _between(total, 0, MAX_BRANCHES * limits.max_new_tokens, "branches (all steps)")
 
 
 def _validate_attention(trace: Trace, limits: Limits) -> None:

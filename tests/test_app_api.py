@@ -131,3 +131,29 @@ def test_a_script_flooding_trace_does_not_keep_another_client_waiting(app_url, c
             refused += "one run at a time per client" in str(exc)
         job.cancel()
     assert refused >= 4, refused
+
+
+def test_fork_endpoint_continues_a_trace_on_its_cached_prefix(client, engine):
+    """/trace, then /fork of its result at step 3 with the second candidate: the branch reuses the
+    server's kept cache (no rebuild), equals the engine's own fork, and the recompute is timed."""
+    from gradio_client import handle_file
+
+    from engine.fork import run_fork
+    path = client.predict(prompt="Xiao Ming went to the supermarket and bought some apples. Then he",
+                          **ARGS, api_name="/trace")
+    with open(path, encoding="utf-8") as f:
+        run = Trace.from_json(f.read())
+    token = next(c.id for c in run.steps[3].candidates if c.id != run.steps[3].id)
+    forked_path = client.predict(trace=handle_file(path), step=3, token=token, max_new_tokens=6, recompute=True,
+                                 api_name="/fork")
+    with open(forked_path, encoding="utf-8") as f:
+        forked = Trace.from_json(f.read()).validate()
+    branch = forked.branches[-1]
+    assert branch.at == 3 and branch.token == token and branch.rebuilt_ms is None
+    assert branch.recompute_ms is not None and branch.recompute_token == branch.steps[1].id
+    mine = run_fork(engine, run, 3, token, max_new_tokens=6).branches[-1]
+    assert [s.id for s in branch.steps] == [s.id for s in mine.steps]
+    stored = {c.id for c in run.steps[3].candidates}
+    outside = next(i for i in range(1000, 40_000) if i not in stored)
+    with pytest.raises(Exception, match="candidates"):
+        client.predict(trace=handle_file(path), step=3, token=outside, api_name="/fork")

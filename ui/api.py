@@ -2,6 +2,8 @@
 
     /trace       a prompt (and settings) in, the Trace JSON file out
     /compare     one question in normal and reasoning mode, both Trace files out
+    /fork        a trace file, a step and a token in: the trace with a new branch out, continued
+                 from that step with that token on the run's cached prefix
     /read_trace  a trace file in, a one-line summary out (read as the page's upload reads it)
     /status      runs in progress, the models offered, the caps
 
@@ -23,6 +25,7 @@ import gradio as gr
 from gradio import FileData
 
 from engine import EngineError, stream_trace
+from engine.fork import measure_recompute, stream_fork
 from engine.side_by_side import interleave
 from engine.trace import Settings, Trace
 
@@ -88,7 +91,8 @@ class Api:
         prompt = text_arg("prompt", prompt)
         try:
             with API_SLOTS.hold(request, BUSY):
-                events = stream_trace(self.engine(model), prompt, settings)
+                # the run's cache stays on the server (bounded), so /fork of this trace reuses it
+                events = stream_trace(self.engine(model), prompt, settings, keep_cache=True)
                 try:
                     for event in events:
                         trace = event.trace
@@ -99,6 +103,37 @@ class Api:
         except (EngineError, RunRefused) as exc:
             raise gr.Error(str(exc)) from None
         yield as_file(self.files.write(trace))
+
+    def fork(self, trace: FileData, step: int, token: int, parent: str = "",
+             max_new_tokens: int = D.max_new_tokens, recompute: bool = False, model: str = "",
+             request: gr.Request = None) -> Iterator[FileData | None]:
+        """Continue a trace (a /trace result, or a file) from `step` with `token`, one of that
+        step's stored candidates, reusing the run's KV cache for the prefix (kept on the server
+        for runs it made; otherwise built once). `parent` forks a branch instead of the run.
+        Returns the trace with the new branch last in `branches`; `recompute` also times the
+        same first token with the prefix recomputed from scratch (branch.recompute_ms)."""
+        path = trace.get("path") if isinstance(trace, dict) else getattr(trace, "path", None)
+        at, chosen = number_arg("step", step, whole=True), number_arg("token", token, whole=True)
+        new, parent = number_arg("max_new_tokens", max_new_tokens, whole=True), text_arg("parent", parent)
+        measure = flag_arg("recompute", recompute)
+        try:
+            engine = self.engine(model)
+            source = read_upload(path, engine.limits)
+            with API_SLOTS.hold(request, BUSY):
+                events = stream_fork(engine, source, at, chosen, parent=parent, max_new_tokens=new)
+                try:
+                    while True:
+                        next(events)
+                        yield None
+                except StopIteration as done:
+                    forked = done.value
+                finally:
+                    events.close()
+                if measure:
+                    forked = measure_recompute(engine, forked, forked.branches[-1].id)
+        except (EngineError, RunRefused) as exc:
+            raise gr.Error(str(exc)) from None
+        yield as_file(self.files.write(forked))
 
     def compare(self, prompt: str, thinking_budget: int = 64, answer_tokens: int = 48, model: str = "",
                 request: gr.Request = None) -> Iterator[list[FileData] | None]:
@@ -139,5 +174,6 @@ class Api:
         """The endpoints, inside the page's gr.Blocks."""
         gr.api(on_gpu(self.trace, for_tokens(1)), api_name="trace", **ENGINE)
         gr.api(on_gpu(self.compare, for_tokens((1, 2))), api_name="compare", **ENGINE)
+        gr.api(on_gpu(self.fork, for_tokens(4)), api_name="fork", **ENGINE)
         gr.api(self.read_trace, api_name="read_trace")
         gr.api(self.status, api_name="status", queue=False)
