@@ -85,7 +85,8 @@ def build(models: Models) -> gr.Blocks:
                     gr.update(info=explore.prompt_info(language))]
         sync.change(on_sync, [present], [lang, present, top, presenter, caps, line, plain, explore.prompt],
                     api_visibility="private").then(
-            explore.relabel_all, explore.render_inputs, [explore.trace, *explore.views],
+            explore.relabel_all, explore.render_inputs,
+            [explore.trace, explore.tree_state, explore.branch, *explore.views],
             api_visibility="private").then(
             wt.views, [live, lang, present], wt_outputs, api_visibility="private")
         presenter.input(lambda on: on, presenter, present, js=PRESENTER_JS, api_visibility="private").then(

@@ -31,10 +31,8 @@ from .hooks import Capture
 from .kv_cache import cache_bytes
 from .request import check_settings
 from .sampling import pick, warpers
+from .branches import ROOT, find, lineage, view  # noqa: F401 (view: re-exported)
 from .trace import Branch, Settings, Step, Summary, Trace
-
-ROOT = ""          # the parent id of a branch forked from the run itself
-
 
 def trace_key(trace: Trace) -> str:
     """The name of a trace's caches: its run id, or (a file from before run ids) a digest of what
@@ -43,37 +41,6 @@ def trace_key(trace: Trace) -> str:
         return trace.run_id
     ids = [t.id for t in trace.prompt.tokens] + [s.id for s in trace.steps]
     return "file-" + hashlib.sha1(f"{trace.model.id}|{trace.created}|{ids}".encode()).hexdigest()[:16]
-
-
-def lineage(trace: Trace, branch_id: str) -> list[Step]:
-    """Every generated step along `branch_id` (ROOT: the run's own steps)."""
-    if branch_id == ROOT:
-        return list(trace.steps)
-    branch = find(trace, branch_id)
-    return lineage(trace, branch.parent)[: branch.at] + list(branch.steps)
-
-
-def find(trace: Trace, branch_id: str) -> Branch:
-    for b in trace.branches:
-        if b.id == branch_id:
-            return b
-    raise InvalidRequest(f"this trace has no branch {branch_id!r}")
-
-
-def view(trace: Trace, branch_id: str) -> Trace:
-    """The trace as the chapters draw it for one branch: the prompt and prefill of the run, the
-    lineage's steps, the branch's settings and summary. Attention rows exist for the run's own
-    steps only, so they end at the first step the branch does not share with the run."""
-    if branch_id == ROOT:
-        return trace
-    branch, steps = find(trace, branch_id), lineage(trace, branch_id)
-    shared = next((i for i, (a, b) in enumerate(zip(steps, trace.steps)) if a is not b), min(len(steps), len(trace.steps)))
-    attention = trace.attention
-    if attention is not None:
-        attention = dataclasses.replace(attention, steps=attention.steps[:shared],
-                                        steps_capped_at=min(shared, attention.steps_capped_at or shared))
-    return dataclasses.replace(trace, steps=steps, summary=branch.summary, attention=attention,
-                               settings=branch.settings, branches=[])
 
 
 def prefix_ids(trace: Trace, steps: list[Step], at: int) -> list[int]:

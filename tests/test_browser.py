@@ -76,7 +76,7 @@ def test_stream_every_chapter_download_and_upload(page, shots, tmp_path):
     path = tmp_path / "trace.json"
     info.value.save_as(path)
     data = json.loads(path.read_text(encoding="utf-8"))
-    assert data["schema"] == "token-by-token/trace@2" and data["prompt"]["raw"] == "什么是量子计算"
+    assert data["schema"] == "token-by-token/trace@3" and data["prompt"]["raw"] == "什么是量子计算"
 
     # a second, English run replaces the views; re-uploading the Chinese trace brings them back
     run_prompt(page, "Xiao Ming went to the supermarket and bought some apples. Then he")
@@ -406,3 +406,40 @@ def test_a_drag_on_the_decode_slider_costs_one_redraw(page, shots):
     settled = time.monotonic() - started
     print(f"drag of {ticks} ticks: {len(joins)} redraws, settled after {settled:.2f} s")
     assert int(last) > 10 and len(joins) <= 3, (last, joins)
+
+
+def test_fork_a_run_see_the_tree_and_measure_the_prefix(page, shots, tmp_path):
+    """Decode → fork at step 3 with the second candidate: the branch streams, every chapter shows it
+    (its chosen token marked), the tree gains a row, the recompute is measured beside the reused
+    cache; clicking the run's row shows the run again; the download holds the branch."""
+    run_prompt(page, "Xiao Ming went to the supermarket and bought some apples. Then he", max_tokens=12)
+    open_tab(page, "4 · Decode", ["#candidates"])
+    choice = "() => document.querySelector('#fork-token input')?.value"
+    page.wait_for_function(f"() => ({choice})()?.startsWith('2.')", timeout=20_000)   # the last step's
+    last_step = page.evaluate(choice)
+    box = page.locator("#step input[type=number]")
+    box.fill("3")
+    box.press("Tab")
+    # the candidates of step 3 replace the last step's (the model's second choice selected)
+    page.wait_for_function(f"(before) => ({choice})() !== before && ({choice})().startsWith('2.')",
+                           arg=last_step, timeout=20_000)
+    page.click("#fork-run")
+    page.wait_for_function("() => document.querySelector('#fork-note')?.innerText.includes('Branch b1')",
+                           timeout=120_000)
+    page.wait_for_selector("#output .tbt-forced[data-step='3']", timeout=30_000)   # the chapters show b1
+    assert page.locator("#fork-tree .tbt-tree-label").count() == 2
+    assert page.locator("#fork-tree .tbt-tree-fork").count() == 1
+    page.click("#fork-recompute")
+    page.wait_for_function("() => document.querySelector('#fork-note')?.innerText.includes('Recomputing')",
+                           timeout=60_000)
+    page.locator("#fork").screenshot(path=str(shots / "fork.png"))
+    page.get_by_role("tab", name="Trace file").click()
+    with page.expect_download() as info:
+        page.locator("#download a").first.click()
+    info.value.save_as(tmp_path / "forked.json")
+    data = json.loads((tmp_path / "forked.json").read_text(encoding="utf-8"))
+    assert data["schema"] == "token-by-token/trace@3" and data["branches"][0]["at"] == 3
+    assert data["branches"][0]["recompute_ms"] > 0
+    page.get_by_role("tab", name="4 · Decode").click()
+    page.locator("#fork-tree .tbt-tree-label[data-index='0']").click()
+    page.wait_for_function("() => !document.querySelector('#output .tbt-forced')", timeout=30_000)

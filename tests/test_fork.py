@@ -6,6 +6,8 @@ branches travel in the trace file and are checked like the rest of it."""
 from __future__ import annotations
 
 import json
+import math
+import re
 import threading
 
 import pytest
@@ -13,6 +15,7 @@ import torch
 
 from engine import InvalidRequest, Settings, Trace, TraceFormatError, run_trace
 from engine.fork import ROOT, lineage, measure_recompute, run_fork, view
+from viz.tree import tree_html
 
 PROMPT = "Xiao Ming went to the supermarket and bought some apples. Then he"
 NEW = 16
@@ -159,3 +162,21 @@ def test_bad_fork_requests_are_refused_before_any_work(engine, run):
     with pytest.raises(InvalidRequest, match="recorded with"):
         run_fork(engine, other, 0, run.steps[0].id)
     assert lineage(run, ROOT) == run.steps
+
+
+def test_the_tree_puts_each_branch_under_the_step_it_replaced(engine, run):
+    first = run_fork(engine, run, 3, second_choice(run.steps[3]), max_new_tokens=4)
+    second = run_fork(engine, first, 5, second_choice(first.branches[0].steps[2]), parent="b1", max_new_tokens=2)
+    page = tree_html(second, "b2", "en")
+    nodes = re.findall(r'class="tbt-step tbt-tree-node( tbt-tree-fork)?" data-index="(\d)"[^>]*grid-row:(\d);'
+                       r'grid-column:(\d+)', page)
+    rows = {}
+    for fork, index, row, column in nodes:
+        rows.setdefault(int(index), []).append((int(column), bool(fork)))
+    assert [c for c, _ in rows[0]] == list(range(2, NEW + 2))          # the run: every step from 0
+    assert rows[1][0] == (3 + 2, True) and len(rows[1]) == 5            # b1 starts under step 3, outlined
+    assert rows[2][0] == (5 + 2, True) and len(rows[2]) == 3            # b2 under step 5
+    assert 'tbt-tree-label tbt-tree-shown" data-index="2"' in page      # the branch on show
+    assert "from the run at step 3" in page and "from b1 at step 5" in page
+    logp = sum(math.log(s.chosen_p_model) for s in lineage(second, "b2"))
+    assert f"log p {logp:.2f}" in page

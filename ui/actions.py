@@ -132,7 +132,7 @@ class Actions:
         engine = self.models.get(model_id)
         with self.flags.running(request) as flag:
             try:
-                events = stream_trace(engine, prompt, settings, cancel=flag)
+                events = stream_trace(engine, prompt, settings, cancel=flag, keep_cache=True)   # forks reuse it
             except EngineError as exc:
                 raise gr.Error(str(exc)) from None
             shown = 0.0

@@ -10,11 +10,14 @@ from pathlib import Path
 import gradio as gr
 
 from engine.request import APP_DEFAULTS
+from engine.branches import ROOT
 from viz import html
+from viz.tree import tree_html
 from viz.fmt import device_name
 
 from . import lab_tab, reasoning_tab
 from .actions import Actions, status_md
+from .fork import ForkPanel, token_choices
 from .gpu import for_tokens, on_gpu, stop_cancels
 from .i18n import ASSETS, t, text
 from .runs import ENGINE_CONCURRENCY
@@ -73,7 +76,9 @@ class Explore:
         engine = actions.engine
         info, limits = engine.info, engine.limits
         examples = json.loads((ASSETS / "examples.json").read_text(encoding="utf-8"))
-        self.trace = gr.State(None)
+        self.trace = gr.State(None)          # what the chapters draw: the run, or one branch's view
+        self.tree_state = gr.State(None)     # the run with all its branches (what is downloaded)
+        self.branch = gr.State(ROOT)         # the lineage on show
         with gr.Row():
             with gr.Column(scale=2):
                 self.prompt = gr.Textbox(label=t("prompt"), lines=3, max_lines=12, elem_id="prompt",
@@ -125,6 +130,7 @@ class Explore:
                 self.step = gr.Slider(0, 1, value=0, step=1, label=t("decode_step"), elem_id="step")
                 self.step_facts = gr.HTML(elem_id="step-facts")
                 self.candidates = plot("candidates")
+                self.fork = ForkPanel(actions)
                 with gr.Row():
                     self.d_layer = gr.Slider(0, info.layers - 1, value=info.layers - 1, step=1, label=t("layer"))
                     self.d_head = gr.Dropdown(head_choices(info.heads), value="average", label=t("head"))
@@ -164,7 +170,7 @@ class Explore:
                 self.attention_row, self.lens, self.speed_cards, self.timeline, self.step_times,
                 self.playground, self.survivors, self.download, self.step, self.s_step, self.query,
                 self.embedding_plot, self.neighbors, self.output, self.layer, self.head, self.d_layer, self.d_head,
-                self.stale]
+                self.stale, self.fork.tree, self.fork.token]
 
     def load_file(self, path, lang):
         """A visitor's trace file: the trace, a status line that says a file is on show (its name,
@@ -173,7 +179,7 @@ class Explore:
         banner = text("viewing_file", lang).format(
             name=escape(Path(path).name), model=escape(trace.model.id), date=escape(trace.created[:10]),
             device=escape(device_name(trace.model.device)))
-        return trace, f"{banner}  \n{status_md(trace, lang)}", trace.prompt.raw
+        return trace, f"{banner}  \n{status_md(trace, lang)}", trace.prompt.raw, trace, ROOT
 
     def prompt_info(self, lang: str) -> str:
         limits = self.actions.engine.limits
@@ -183,7 +189,7 @@ class Explore:
     @property
     def render_inputs(self) -> list:
         return [self.trace, self.layer, self.head, self.query, self.d_layer, self.d_head, self.s_temperature,
-                self.s_top_k, self.s_top_p, self.s_seed, self.lang]
+                self.s_top_k, self.s_top_p, self.s_seed, self.lang, self.tree_state, self.branch]
 
     def render_all(self, *inputs):
         """Every chapter drawn from the trace on show, and its JSON written for download."""
@@ -193,15 +199,20 @@ class Explore:
         """Every chapter redrawn in the page's language (known at load, or switched); the download
         stays the file it was. Before the visitor's first run the chapters show the walkthrough's
         recording in that language (never empty boxes), and the output area says it is one.
-        Returns the trace on show, then every view."""
-        lang = inputs[-1]
+        Returns the trace on show, the tree, the branch on show, then every view."""
+        lang = inputs[-3]
         if trace is None or is_recording(trace):
             trace = recorded(lang)["next"]
-            return [trace, *self.render(trace, *inputs, write_file=False, recording=True)]
-        return [gr.skip(), *self.render(trace, *inputs, write_file=False)]
+            inputs = [*inputs[:-2], trace, ROOT]
+            return [trace, trace, ROOT, *self.render(trace, *inputs, write_file=False, recording=True)]
+        return [gr.skip()] * 3 + self.render(trace, *inputs, write_file=False)
 
-    def render(self, trace, layer, head, query, d_layer, d_head, temperature, top_k, top_p, seed, lang,
-               write_file: bool, recording: bool = False):
+    def redraw(self, *inputs):
+        """Every chapter redrawn for the lineage now on show; the download stays the tree's file."""
+        return self.render(*inputs, write_file=False)
+
+    def render(self, trace, layer, head, query, d_layer, d_head, temperature, top_k, top_p, seed, lang, tree,
+               branch, write_file: bool, recording: bool = False):
         if trace is None:
             return [gr.skip()] * len(self.views)
         actions = self.actions
@@ -222,7 +233,7 @@ class Explore:
                 *prefill_view(trace, layer, head, q, lang), *kv_view(trace, lang),
                 *decode_view(trace, last, d_layer, d_head, lang), *speed_view(trace, lang),
                 *sampling_view(trace, unsure, temperature, top_k, top_p, seed, lang),
-                actions.trace_file(trace) if write_file else recording_file(lang) if recording else gr.skip(),
+                actions.trace_file(tree or trace) if write_file else recording_file(lang) if recording else gr.skip(),
                 gr.update(maximum=max(last, 1), value=last), gr.update(maximum=max(last, 1), value=unsure),
                 gr.update(maximum=max(mapped, 1), value=q), *actions.embedding(trace, word, lang),
                 # the marker tells a watcher (and the browser test) that every chapter is drawn
@@ -230,7 +241,7 @@ class Explore:
                 html.output_html(trace, lang=lang) + '<span class="tbt-rendered"></span>',
                 gr.update(maximum=max(layers - 1, 1), value=layer), gr.update(choices=heads, value=head),
                 gr.update(maximum=max(layers - 1, 1), value=d_layer), gr.update(choices=heads, value=d_head),
-                gr.update(visible=False)]
+                gr.update(visible=False), tree_html(tree or trace, branch or ROOT, lang), token_choices(trace, last, lang)]
 
     def wire(self) -> None:
         actions = self.actions
@@ -239,10 +250,11 @@ class Explore:
         run = gr.on([self.run_btn.click, self.prompt.submit], on_gpu(actions.run, for_tokens(1)),
                     validator=actions.check_run, inputs=[self.prompt, *settings_in, self.model_id, self.lang],
                     outputs=[self.trace, self.output, self.status, self.prompt_chips, self.stale], **ENGINE, **PRIVATE)
-        run.then(self.render_all, self.render_inputs, self.views, **PRIVATE)
+        run.then(lambda tr: (tr, ROOT), self.trace, [self.tree_state, self.branch], **PRIVATE).then(
+            self.render_all, self.render_inputs, self.views, **PRIVATE)
         self.stop_btn.click(actions.stop, None, None, queue=False, **PRIVATE, **stop_cancels(run))
-        self.upload.upload(self.load_file, [self.upload, self.lang], [self.trace, self.status, self.prompt],
-                           **PRIVATE).success(
+        self.upload.upload(self.load_file, [self.upload, self.lang],
+                           [self.trace, self.status, self.prompt, self.tree_state, self.branch], **PRIVATE).success(
             self.render_all, self.render_inputs, self.views, **PRIVATE)
 
         # a slider redraws its heavy views when it is let go (`release`: the end of a drag, or the
@@ -261,14 +273,27 @@ class Explore:
             """A click on an answer token: every view that depends on the step follows it (Decode and
             Sampling), and the Decode chapter comes forward."""
             if tr is None:
-                return [gr.skip()] * 9
+                return [gr.skip()] * 10
             index = clamp(int(evt.index), max(len(tr.steps) - 1, 0))
             return [gr.update(value=index), gr.update(value=index), *decode_view(tr, index, d_layer, d_head, lang),
-                    *sampling_view(tr, index, temperature, top_k, top_p, seed, lang), gr.Tabs(selected="decode")]
+                    *sampling_view(tr, index, temperature, top_k, top_p, seed, lang), gr.Tabs(selected="decode"),
+                    token_choices(tr, index, lang)]
         self.output.click(pick_step, [self.trace, self.d_layer, self.d_head, self.s_temperature, self.s_top_k,
                                       self.s_top_p, self.s_seed, self.lang],
-                          [self.step, self.s_step, *decode_out, self.playground, self.survivors, self.chapters],
-                          **PRIVATE)
+                          [self.step, self.s_step, *decode_out, self.playground, self.survivors, self.chapters,
+                           self.fork.token], **PRIVATE)
+        # fork: the step on show and its candidates; a branch streams, then every chapter shows it
+        self.step.release(token_choices, [self.trace, self.step, self.lang], self.fork.token, **PRIVATE)
+        fork = self.fork
+        forked = fork.button.click(
+            on_gpu(fork.fork, for_tokens(4)),
+            [self.tree_state, self.branch, self.step, fork.token, fork.new, fork.temperature, self.model_id, self.lang],
+            [self.tree_state, self.branch, self.trace, fork.stream, fork.note, fork.tree], **ENGINE, **PRIVATE)
+        forked.success(self.render_all, self.render_inputs, self.views, **PRIVATE)
+        fork.recompute.click(on_gpu(fork.measure, 60), [self.tree_state, self.branch, self.model_id, self.lang],
+                             [self.tree_state, fork.note, self.download], **ENGINE, **PRIVATE)
+        fork.tree.click(fork.pick, [self.tree_state, self.lang], [self.branch, self.trace, fork.note],
+                        **PRIVATE).success(self.redraw, self.render_inputs, self.views, **PRIVATE)
 
         def pick_token(tr, lang, evt: gr.EventData):
             if tr is None:

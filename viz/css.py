@@ -39,6 +39,13 @@ CSS = """
   padding: 3px; background: #fff; border: 1.5px solid #8a5cc9; border-radius: 6px; white-space: nowrap; }
 .tbt-joined:hover .tbt-pieces, .tbt-joined:focus-within .tbt-pieces { display: flex; }
 .tbt-joined-key { cursor: default; background: #f3f4f6; }
+.tbt-tree-wrap { overflow-x: auto; }
+.tbt-tree { display: grid; gap: 4px 1px; align-items: center; justify-content: start; }
+.tbt-tree-label { grid-column: 1; cursor: pointer; padding: 2px 10px 2px 0; white-space: nowrap; font-size: 13px; }
+.tbt-tree-shown, .tbt-tree-shown b { color: #c2410c; font-weight: 700; }
+.tbt-tree-node { white-space: pre; }
+.tbt-tree-fork { outline: 2px solid #e8842c; outline-offset: -1px; }
+.tbt-tree-logp { padding-left: 10px; font-size: 13px; color: #4b5563; white-space: nowrap; cursor: pointer; }
 .tbt-partial { font-family: Menlo, Consolas, monospace; font-size: 11px; color: #6b7280; }
 .tbt-forced { border-bottom: 2px dashed #d0455b; }
 .tbt-thinking { margin-bottom: 10px; padding: 6px 10px; border-left: 4px solid #8a5cc9;

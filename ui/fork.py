@@ -1,0 +1,128 @@
+"""Fork the future (inside the Decode chapter): continue the run on show from its current step
+with another candidate, on the run's cached prefix, and keep every branch in a tree.
+
+State: the Explore tab's `trace` is what the chapters draw (the run, or one branch's view);
+`tree` is the whole trace (the run and its branches: what is downloaded); `branch` names the
+lineage on show (engine.branches.ROOT for the run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gradio as gr
+
+from engine import EngineError
+from engine.branches import ROOT, find, lineage, view
+from engine.fork import measure_recompute, stream_fork
+from viz import html
+from viz.fmt import fmt_bytes, fmt_ms, fmt_p, visible
+from viz.tree import tree_html
+
+from .i18n import t, text
+
+TREE_CLICK_JS = """
+element.addEventListener('click', (e) => {
+  const row = e.target.closest('[data-index]');
+  if (row) trigger('click', {index: Number(row.dataset.index)});
+});
+"""
+STREAM_EVERY = 4          # redraw the streaming branch every few tokens
+
+
+def token_choices(trace, step: int, lang: str):
+    """The step's stored candidates as (label, id), the model's second choice selected (the first
+    is what the run already did)."""
+    if trace is None or not trace.steps:
+        return gr.update(choices=[], value=None)
+    s = trace.steps[min(max(int(step or 0), 0), len(trace.steps) - 1)]
+    chosen = f" · {text('fork_chosen', lang)}"
+    choices = [(f"{rank + 1}. {visible(c.text)} ({fmt_p(c.p_model)}){chosen if c.id == s.id else ''}", c.id)
+               for rank, c in enumerate(s.candidates)]
+    other = next((c.id for c in s.candidates if c.id != s.id), s.id)
+    return gr.update(choices=choices, value=other)
+
+
+def result_md(tree, branch_id: str, lang: str) -> str:
+    """What the branch cost, and (once measured) what recomputing its prefix costs."""
+    b = find(tree, branch_id)
+    first = b.steps[0]
+    parent = text("tree_parent_run", lang) if b.parent == ROOT else b.parent
+    was = next((s.token for s in lineage(tree, b.parent)[b.at:b.at + 1]), "")
+    note = text("fork_result", lang).format(
+        id=b.id, parent=parent, step=b.at, token=visible(first.token), p=fmt_p(first.chosen_p_model),
+        was=visible(was), ttft=fmt_ms(b.summary.ttft_ms if b.summary else None), reused=f"{b.reused_tokens:,}",
+        copy=fmt_ms(b.copy_ms), memory=fmt_bytes(b.cache_bytes))
+    if b.rebuilt_ms is not None:
+        note += text("fork_rebuilt", lang).format(ms=fmt_ms(b.rebuilt_ms))
+    if b.recompute_ms is not None and b.summary and b.summary.ttft_ms:
+        note += "\n\n" + text("fork_recompute", lang).format(
+            reused=f"{b.reused_tokens + 1:,}", step=b.at, ms=fmt_ms(b.recompute_ms),
+            ratio=f"{b.recompute_ms / b.summary.ttft_ms:.1f}×")
+    return note + "\n\n" + text("fork_why", lang)
+
+
+class ForkPanel:
+    def __init__(self, actions):
+        self.actions = actions
+        with gr.Accordion(t("fork_title"), open=True, elem_id="fork"):
+            gr.Markdown(t("fork_intro"), elem_classes="tbt-hint")
+            with gr.Row():
+                self.token = gr.Dropdown(choices=[], label=t("fork_token"), elem_id="fork-token", scale=3)
+                self.new = gr.Slider(1, 256, value=24, step=1, label=t("fork_new"), scale=2, elem_id="fork-new")
+                self.temperature = gr.Slider(0, 2, value=0, step=0.05, label=t("fork_temperature"), scale=2)
+            with gr.Row():
+                self.button = gr.Button(t("fork_btn"), variant="primary", elem_id="fork-run")
+                self.recompute = gr.Button(t("recompute_btn"), elem_id="fork-recompute")
+            self.stream = gr.HTML(elem_id="fork-stream")
+            self.note = gr.Markdown(elem_id="fork-note")
+            self.tree = gr.HTML(elem_id="fork-tree", js_on_load=TREE_CLICK_JS)
+
+    def fork(self, tree, shown, step, token, new, temperature, model_id, lang, request: gr.Request):
+        """Stream one branch: (tree, branch on show, trace on show, streaming answer, note, tree view)."""
+        if tree is None or not tree.steps:
+            raise gr.Error(text("fork_needs_steps", lang))
+        try:
+            engine = self.actions.models.get(model_id)
+            base = view(tree, shown).settings
+            settings = dataclasses.replace(base, temperature=float(temperature or 0))
+            with self.actions.flags.running(request) as flag:
+                events = stream_fork(engine, tree, int(step or 0), int(token) if token is not None else -1,
+                                     parent=shown, max_new_tokens=int(new or 1), settings=settings, cancel=flag)
+                try:
+                    while True:
+                        event = next(events)
+                        n = len(event.trace.steps) - int(step or 0)
+                        if event.kind == "step" and n % STREAM_EVERY:
+                            continue
+                        yield [gr.skip()] * 3 + [html.output_html(event.trace, lang=lang),
+                                                 text("fork_running", lang).format(id="…", n=n), gr.skip()]
+                except StopIteration as done:
+                    forked = done.value
+                finally:
+                    events.close()
+        except EngineError as exc:
+            raise gr.Error(str(exc)) from None
+        branch = forked.branches[-1].id
+        shown_trace = view(forked, branch)
+        # the answer area above now shows the branch; the streaming box empties
+        yield [forked, branch, shown_trace, "", result_md(forked, branch, lang), tree_html(forked, branch, lang)]
+
+    def measure(self, tree, shown, model_id, lang):
+        """The branch on show, its first token recomputed from scratch: (tree, note, download)."""
+        if tree is None or shown == ROOT:
+            raise gr.Error(text("fork_recompute_first", lang))
+        try:
+            measured = measure_recompute(self.actions.models.get(model_id), tree, shown)
+        except EngineError as exc:
+            raise gr.Error(str(exc)) from None
+        return measured, result_md(measured, shown, lang), self.actions.trace_file(measured)
+
+    @staticmethod
+    def pick(tree, lang, evt: gr.EventData):
+        """A click on a tree row: that lineage goes on show (the chapters redraw after)."""
+        if tree is None:
+            return [gr.skip()] * 3
+        rows = [ROOT] + [b.id for b in tree.branches]
+        branch = rows[min(max(int(evt.index), 0), len(rows) - 1)]
+        return branch, view(tree, branch), result_md(tree, branch, lang) if branch != ROOT else ""
