@@ -92,7 +92,7 @@ def build(models: Models) -> gr.Blocks:
         presenter.input(lambda on: on, presenter, present, js=PRESENTER_JS, api_visibility="private").then(
             wt.views, [live, lang, present], wt_outputs, api_visibility="private")
 
-        Api(models).declare()        # /trace, /compare, /read_trace, /status (ui/api.py)
+        Api(models).declare()        # /trace, /compare, /fork, /read_trace, /status (ui/api.py)
     return demo
 
 

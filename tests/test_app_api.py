@@ -157,3 +157,9 @@ def test_fork_endpoint_continues_a_trace_on_its_cached_prefix(client, engine):
     outside = next(i for i in range(1000, 40_000) if i not in stored)
     with pytest.raises(Exception, match="candidates"):
         client.predict(trace=handle_file(path), step=3, token=outside, api_name="/fork")
+
+
+def test_the_documented_endpoints_keep_their_names(client):
+    """A page event whose function shares an endpoint's name would push gr.api's to "/fork_1"."""
+    named = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    assert set(named) == {"/trace", "/compare", "/fork", "/read_trace", "/status"}

@@ -286,7 +286,7 @@ class Explore:
         self.step.release(token_choices, [self.trace, self.step, self.lang], self.fork.token, **PRIVATE)
         fork = self.fork
         forked = fork.button.click(
-            on_gpu(fork.fork, for_tokens(4)),
+            on_gpu(fork.branch_off, for_tokens(4)),  # (not "fork": gr.api names /fork)
             [self.tree_state, self.branch, self.step, fork.token, fork.new, fork.temperature, self.model_id, self.lang],
             [self.tree_state, self.branch, self.trace, fork.stream, fork.note, fork.tree], **ENGINE, **PRIVATE)
         forked.success(self.render_all, self.render_inputs, self.views, **PRIVATE)

@@ -78,7 +78,7 @@ class ForkPanel:
             self.note = gr.Markdown(elem_id="fork-note")
             self.tree = gr.HTML(elem_id="fork-tree", js_on_load=TREE_CLICK_JS)
 
-    def fork(self, tree, shown, step, token, new, temperature, model_id, lang, request: gr.Request):
+    def branch_off(self, tree, shown, step, token, new, temperature, model_id, lang, request: gr.Request):
         """Stream one branch: (tree, branch on show, trace on show, streaming answer, note, tree view)."""
         if tree is None or not tree.steps:
             raise gr.Error(text("fork_needs_steps", lang))

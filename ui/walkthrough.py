@@ -45,6 +45,7 @@ document.addEventListener('keydown', (e) => {
 
 
 KINDS = ("next", "normal", "reasoning")
+COMPONENTS = (1, 1, 1, 2, 2, 2, 4, 1)  # the components `_visual(i)` lays out for each step
 # chart heights (px) on a projector, per step: shorter where the step shows more under its chart
 LIVE_REDRAW_S = 0.5                  # how often a live run redraws the charts it streams into
 PRESENT_HEIGHTS = {1: 250, 2: 250, 3: 200, 4: 110, 5: 230, 6: 118, 7: 230}
@@ -90,8 +91,9 @@ def verdict_md(normal: Trace, reasoning: Trace, lang: str, brief: bool = False) 
 class Walkthrough:
     def __init__(self, models, actions):
         self.models, self.actions = models, actions
-        self.outputs = 0            # how many components `views` fills (set by `build`)
-        self.first_output: dict[int, int] = {}   # step -> index of its first component in `views`
+        self.outputs = 1 + sum(COMPONENTS)      # how many components `views` fills: the source line, then
+        # each step's (step -> index of its first component)
+        self.first_output = {i: 1 + sum(COMPONENTS[:i]) for i in range(STEPS)}
 
     def views(self, live: dict | None, lang: str, present: bool) -> list:
         """Every step's visual, from the live traces if there are any, else the recording."""
@@ -212,15 +214,16 @@ def build(models, actions, lang, present, model_id) -> list:
                             forward = gr.Button(t("next"), size="sm", elem_classes="tbt-next",
                                                 interactive=i < STEPS - 1)
                     with gr.Column(scale=7, min_width=480, elem_classes="tbt-wt-visual"):
-                        wt.first_output[i] = len(outputs)
-                        outputs += _visual(i)
+                        visual = _visual(i)
+                        assert len(visual) == COMPONENTS[i] and wt.first_output[i] == len(outputs), i
+                        outputs += visual
                 back.click(lambda i=i: gr.Walkthrough(selected=max(i - 1, 0)), None, walk, queue=False,
                            api_visibility="private")
                 forward.click(lambda i=i: gr.Walkthrough(selected=min(i + 1, STEPS - 1)), None, walk,
                               queue=False, api_visibility="private")
     gr.HTML("", js_on_load=KEYS_JS, visible=True, elem_id="wt-keys")
 
-    wt.outputs = len(outputs)
+    assert wt.outputs == len(outputs)
     run_live.click(on_gpu(wt.run_live, 120), [lang, present, model_id], [live, *outputs], concurrency_id="engine",
                    concurrency_limit=ENGINE_CONCURRENCY, api_visibility="private")
     use_recording.click(lambda lg, pr: [None, *wt.views(None, lg, pr)], [lang, present], [live, *outputs],
