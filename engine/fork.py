@@ -31,7 +31,7 @@ from .hooks import Capture
 from .kv_cache import cache_bytes
 from .request import check_settings
 from .sampling import pick, warpers
-from .branches import ROOT, find, lineage, view  # noqa: F401 (view: re-exported)
+from .branches import ROOT, find, lineage
 from .trace import Branch, Settings, Step, Summary, Trace
 
 def trace_key(trace: Trace) -> str:
@@ -55,6 +55,7 @@ class BranchRun(Run):
                  cache: DynamicCache, copy_ms: float, forced: Step):
         super().__init__(engine, view_trace, ids, start, cancel)
         self.cache, self.capture_attention = cache, False
+        self.reason = "cancelled"   # why the branch stopped; a branch closed early stays "cancelled"
         # bring the text decoder and the thinking tracker to where the lineage left them
         special = engine.token_bytes.special_ids
         for st in view_trace.steps:
@@ -79,13 +80,7 @@ class BranchRun(Run):
                 reason = "eos"
             elif len(trace.steps) >= s.max_new_tokens:
                 reason = "max_tokens"
-            while reason is None:
-                if self.cancel.is_set():
-                    reason = "cancelled"
-                    break
-                reason = self.decode_one_token()
-                yield Event("step", trace)
-            self.reason = reason
+            self.reason = yield from self.decode(reason)
             yield Event("done", trace)
             return trace
         finally:
@@ -163,7 +158,7 @@ def _branch_events(engine, trace: Trace, run: BranchRun, branch: Branch, key: st
     finally:
         own = view_trace.steps[branch.at:]
         branch.steps = own
-        branch.summary = _summary(own, getattr(run, "reason", "cancelled"), run)
+        branch.summary = _summary(own, run.reason, run)
         branch.cache_bytes = cache_bytes(run.cache)
         view_trace.summary = branch.summary
     engine.prefixes.keep((key, branch.id), run.cache)

@@ -102,12 +102,7 @@ class Run:
             yield Event("tokens", trace)
             reason = self.prefill()
             yield Event("prefill", trace)
-            while reason is None:
-                if self.cancel.is_set():
-                    reason = "cancelled"
-                    break
-                reason = self.decode_one_token()
-                yield Event("step", trace)
+            reason = yield from self.decode(reason)
             self.finish(reason)
             if self.keep_cache and self.cache is not None:
                 self.engine.prefixes.keep((trace.run_id, "root"), self.cache)
@@ -117,6 +112,15 @@ class Run:
             self.engine._count_run(-1)
             if trace.summary is None:
                 self.finish("cancelled")
+
+    def decode(self, reason: str | None) -> Generator[Event, None, str]:
+        """Decode one token at a time until a reason to stop (or a cancel); an Event after each."""
+        while reason is None:
+            if self.cancel.is_set():
+                return "cancelled"
+            reason = self.decode_one_token()
+            yield Event("step", self.trace)
+        return reason
 
     # --- phases -------------------------------------------------------------------------------
     def prefill(self) -> str | None:

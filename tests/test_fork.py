@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from engine import InvalidRequest, Settings, Trace, TraceFormatError, run_trace
-from engine.fork import ROOT, lineage, measure_recompute, run_fork, view
+from engine.branches import ROOT, lineage, view
+from engine.fork import measure_recompute, run_fork
 from viz.tree import tree_html
 
 PROMPT = "Xiao Ming went to the supermarket and bought some apples. Then he"
