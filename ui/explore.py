@@ -9,11 +9,11 @@ from pathlib import Path
 
 import gradio as gr
 
-from engine.request import APP_DEFAULTS
 from engine.branches import ROOT
+from engine.request import APP_DEFAULTS
 from viz import html
-from viz.tree import tree_html
 from viz.fmt import device_name
+from viz.tree import tree_html
 
 from . import lab_tab, reasoning_tab
 from .actions import Actions, status_md
@@ -200,8 +200,9 @@ class Explore:
         stays the file it was. Before the visitor's first run the chapters show the walkthrough's
         recording in that language (never empty boxes), and the output area says it is one.
         Returns the trace on show, the tree, the branch on show, then every view."""
-        lang = inputs[-3]
-        if trace is None or is_recording(trace):
+        lang, tree = inputs[-3], inputs[-2]
+        # the recording follows the language, unless the visitor has forked it (keep the branches)
+        if trace is None or (is_recording(trace) and not (tree and tree.branches)):
             trace = recorded(lang)["next"]
             inputs = [*inputs[:-2], trace, ROOT]
             return [trace, trace, ROOT, *self.render(trace, *inputs, write_file=False, recording=True)]

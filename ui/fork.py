@@ -9,6 +9,7 @@ lineage on show (engine.branches.ROOT for the run).
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import gradio as gr
 
@@ -43,6 +44,11 @@ def token_choices(trace, step: int, lang: str):
     return gr.update(choices=choices, value=other)
 
 
+def md_text(text_: str) -> str:
+    """A model's token inside Markdown: its characters stay characters (no emphasis, no HTML)."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!<>|~])", r"\\\1", text_)
+
+
 def result_md(tree, branch_id: str, lang: str) -> str:
     """What the branch cost, and (once measured) what recomputing its prefix costs."""
     b = find(tree, branch_id)
@@ -50,8 +56,8 @@ def result_md(tree, branch_id: str, lang: str) -> str:
     parent = text("tree_parent_run", lang) if b.parent == ROOT else b.parent
     was = next((s.token for s in lineage(tree, b.parent)[b.at:b.at + 1]), "")
     note = text("fork_result", lang).format(
-        id=b.id, parent=parent, step=b.at, token=visible(first.token), p=fmt_p(first.chosen_p_model),
-        was=visible(was), ttft=fmt_ms(b.summary.ttft_ms if b.summary else None), reused=f"{b.reused_tokens:,}",
+        id=b.id, parent=parent, step=b.at, token=md_text(visible(first.token)),
+        p=fmt_p(first.chosen_p_model), was=md_text(visible(was)), ttft=fmt_ms(b.summary.ttft_ms if b.summary else None), reused=f"{b.reused_tokens:,}",
         copy=fmt_ms(b.copy_ms), memory=fmt_bytes(b.cache_bytes))
     if b.rebuilt_ms is not None:
         note += text("fork_rebuilt", lang).format(ms=fmt_ms(b.rebuilt_ms))

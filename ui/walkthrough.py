@@ -46,8 +46,8 @@ document.addEventListener('keydown', (e) => {
 
 KINDS = ("next", "normal", "reasoning")
 COMPONENTS = (1, 1, 1, 2, 2, 2, 4, 1)  # the components `_visual(i)` lays out for each step
-# chart heights (px) on a projector, per step: shorter where the step shows more under its chart
 LIVE_REDRAW_S = 0.5                  # how often a live run redraws the charts it streams into
+# chart heights (px) on a projector, per step: shorter where the step shows more under its chart
 PRESENT_HEIGHTS = {1: 250, 2: 250, 3: 200, 4: 110, 5: 230, 6: 118, 7: 230}
 NEXT_TOKENS = 24                     # the next-token example's length, as recorded (assets/traces/manifest.json)
 
