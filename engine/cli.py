@@ -48,7 +48,8 @@ def parser() -> argparse.ArgumentParser:
     lab = sub.add_parser("lab", help="acceleration lab: KV cache, attention kernels, weight formats, roofline")
     _model_args(lab)
     lab.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (tests)")
-    lab.add_argument("--only", default=None, help="comma list of experiments: kv_cache,attention,weights,roofline")
+    lab.add_argument("--only", default=None,
+                     help="comma list of experiments: kv_cache,attention,weights,roofline,batching,verify")
     lab.add_argument("--json", action="store_true", help="print JSON only")
 
     f = sub.add_parser("fork", help="continue a trace from step K with another token, reusing the cached prefix")

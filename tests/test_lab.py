@@ -20,7 +20,7 @@ from engine.trace import Settings
 
 @pytest.fixture(scope="module")
 def quick(engine):
-    """One quick run of all four experiments, shared by the checks below (~1 minute here)."""
+    """One quick run of all six experiments, shared by the checks below (~1.5 minutes here)."""
     seen = []
     before = engine.model.config._attn_implementation
     result = run_lab(engine, quick=True, progress=lambda f, text: seen.append((f, text)))
@@ -100,7 +100,7 @@ def test_roofline_bound_math():
 def test_lab_json_has_what_the_bars_ask_for(quick):
     result = {k: v for k, v in quick.items() if not k.startswith("_")}
     json.dumps(result, allow_nan=False)
-    assert set(result["experiments"]) == {"kv_cache", "attention", "weights", "roofline"}
+    assert set(result["experiments"]) == {"kv_cache", "attention", "weights", "roofline", "batching", "verify"}
     assert result["partial"] is False
     assert result["kv_cache_speedup"] == result["kv_cache"]["speedup"]
     assert all(result[name]["exclusive"] is True for name in result["experiments"])
@@ -331,3 +331,43 @@ def test_weights_refuse_models_above_the_hosts_size_before_loading_anything(engi
     with pytest.raises(InvalidRequest, match="100M|0.1B|TBT_LAB_MAX_PARAMS"):
         weights.run(small_cap, quick=True)
     assert loads == []
+
+
+def test_batching_rows_and_their_bounds(quick, engine):
+    """Each batch size: a measured step (median within its spread), total tokens/s = B / step, and
+    the roofline bound from this machine's measured bandwidth and FLOP/s at that batch."""
+    part = quick["batching"]
+    rows = part["rows"]
+    assert [r["batch"] for r in rows] == [1, 2, 4] and part["partial"] is False
+    machine = part["machine"]
+    assert machine["measured"] and machine["bandwidth_bytes_s"] > 0 and machine["peak_flops"] > 0
+    for r in rows:
+        s = r["step_ms"]
+        assert s["min"] <= s["median"] <= s["max"] and len(s["runs"]) == part["repeats"]
+        assert r["tokens_per_s"] == pytest.approx(r["batch"] / s["median"] * 1000)
+        assert r["flops"] == 2 * engine.info.parameters * r["batch"]
+        assert r["bound_ms"] == max(r["bandwidth_bound_ms"], r["compute_bound_ms"])
+        assert r["intensity"] == pytest.approx(r["flops"] / r["bytes"])
+    assert rows[0]["speedup"] == 1.0
+    # the arithmetic grows with B, the weight reads do not: intensity rises with the batch
+    assert rows[0]["intensity"] < rows[1]["intensity"] < rows[2]["intensity"]
+
+
+def test_verify_rows(quick):
+    part = quick["verify"]
+    assert [r["k"] for r in part["rows"]] == [1, 4] and part["rows"][0]["vs_one"] == 1.0
+    for r in part["rows"]:
+        assert r["ms_per_token"] == pytest.approx(r["ms"]["median"] / r["k"])
+
+
+def test_serving_charts_and_tables_in_both_languages(quick):
+    from viz import lab_serving
+    result = {k: v for k, v in quick.items() if not k.startswith("_")}
+    for lang in ("en", "zh"):
+        for chart in (lab_serving.batching_chart, lab_serving.verify_chart):
+            json.dumps(chart(result, lang=lang).to_dict())
+        assert list(lab_serving.batching_table(result, lang=lang)["batch size" if lang == "en" else "批大小"]) == [1, 2, 4]
+        assert len(lab_serving.verify_table(result, lang=lang)) == 2
+        assert lab_serving.batching_summary(result, lang) and lab_serving.verify_summary(result, lang)
+    with pytest.raises(ValueError):
+        lab_serving.batching_chart({})

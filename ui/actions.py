@@ -89,7 +89,8 @@ def waiting_md(engine: Engine, lang: str) -> str | None:
     reason = getattr(engine, "held_for", None)
     if not reason:
         return None
-    names = {"kv_cache": "lab_kv_title_partial", "attention": "lab_attn_title", "weights": "lab_weights_title"}
+    names = {"kv_cache": "lab_kv_title_partial", "attention": "lab_attn_title", "weights": "lab_weights_title",
+             "batching": "lab_batch_title", "verify": "lab_verify_title"}
     what = label(names[reason], lang) if reason in names else reason
     return text("waiting_lab", lang).format(reason=what)
 

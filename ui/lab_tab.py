@@ -21,6 +21,7 @@ from engine import EngineError
 from engine.core import Engine
 from engine.lab import run_lab
 from viz import lab as charts
+from viz import lab_serving as serving
 from viz.fmt import device_name
 from viz.labels import label
 
@@ -38,7 +39,10 @@ SECTIONS = (
     ("weights", "weights", "lab_weights_heading", "lab_weights_explain", charts.weights_chart,
      charts.weights_table),
     ("roofline", "roofline", "lab_roof_heading", "lab_roof_explain", charts.roofline_chart, charts.roofline_table),
+    ("batching", "batch", "lab_batch_heading", "lab_batch_explain", serving.batching_chart, serving.batching_table),
+    ("verify", "verify", "lab_verify_heading", "lab_verify_explain", serving.verify_chart, serving.verify_table),
 )
+SUMMARIES = {**charts.SUMMARIES, **serving.SUMMARIES}
 RECORDED = Path(__file__).resolve().parent.parent / "assets" / "lab" / "recorded.json"
 META_KEYS = ("schema", "created", "quick", "model", "device", "dtype", "attn_implementation", "threads", "torch")
 
@@ -66,7 +70,7 @@ def _table(draw, results, lang, **kwargs):
 def note_md(results: dict, name: str, lang: str) -> str:
     """The reading of one experiment's result, with how long it took."""
     try:
-        text = charts.SUMMARIES[name](results, lang)
+        text = SUMMARIES[name](results, lang)
     except ValueError as exc:
         return str(exc)
     seconds = (results.get("seconds") or {}).get(name)

@@ -2,9 +2,10 @@
 
     run_lab(engine, quick=False, only=None, progress=None, cancel=None) -> dict (JSON-ready)
 
-Four experiments, one module each: `kv_cache` (cache on vs off), `attention` (eager vs SDPA vs
-FlashAttention-2, in kernels.py), `weights` (fp32 / bf16 / int8 / nf4) and `roofline` (lower
-bounds from bandwidth and FLOP/s, next to what was measured). Each uses a warm-up run and repeats,
+Six experiments: `kv_cache` (cache on vs off), `attention` (eager vs SDPA vs FlashAttention-2, in
+kernels.py), `weights` (fp32 / bf16 / int8 / nf4), `roofline` (lower bounds from bandwidth and
+FLOP/s, next to what was measured), and what servers do (batching.py): `batching` (the batching
+frontier) and `verify` (one pass over k new tokens, the price speculative decoding pays). Each uses a warm-up run and repeats,
 reports medians with their spread, reports progress as (fraction, text), and stops between runs
 when `cancel` is set, returning what it measured marked "partial": true.
 
@@ -25,7 +26,7 @@ import torch
 
 from ..core import Engine
 from ..errors import InvalidRequest
-from . import kernels, kv_cache, roofline, weights
+from . import batching, kernels, kv_cache, roofline, weights
 
 SCHEMA = "token-by-token/lab@1"
 EXPERIMENTS: dict[str, Callable[..., dict]] = {
@@ -33,6 +34,8 @@ EXPERIMENTS: dict[str, Callable[..., dict]] = {
     "attention": kernels.run,
     "weights": weights.run,
     "roofline": roofline.run,
+    "batching": batching.run,
+    "verify": batching.verify,
 }
 
 
