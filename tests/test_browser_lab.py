@@ -72,6 +72,6 @@ def test_other_experiments_from_the_page(page, shots):
     # the table (one row per hardware; the model is named in the chart's title) shows the 70B's bounds
     # (the 70B does not fit this machine's memory; its rows are projections)
     page.wait_for_function(f"(b) => {{ const t = ({table})(); return t !== b && /\\bno\\b/.test(t) && "
-                           "t.includes('projection'); }}", arg=before, timeout=15_000)
+                           "t.includes('projection'); }", arg=before, timeout=15_000)
     page.locator("#lab-roofline-plot").scroll_into_view_if_needed()
     page.screenshot(path=str(shots / "lab-roofline-70b.png"), full_page=False)
