@@ -34,7 +34,8 @@ def view(trace: Trace, branch_id: str) -> Trace:
     if branch_id == ROOT:
         return trace
     branch, steps = find(trace, branch_id), lineage(trace, branch_id)
-    shared = next((i for i, (a, b) in enumerate(zip(steps, trace.steps)) if a is not b), min(len(steps), len(trace.steps)))
+    shared = next((i for i, (a, b) in enumerate(zip(steps, trace.steps)) if a is not b),
+                  min(len(steps), len(trace.steps)))
     attention = trace.attention
     if attention is not None:
         attention = dataclasses.replace(attention, steps=attention.steps[:shared],

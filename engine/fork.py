@@ -24,6 +24,7 @@ from typing import Generator
 import torch
 from transformers import DynamicCache
 
+from .branches import ROOT, find, lineage
 from .clock import now_ms
 from .errors import InvalidRequest
 from .generate import Event, Run, ms3
@@ -31,8 +32,8 @@ from .hooks import Capture
 from .kv_cache import cache_bytes
 from .request import check_settings
 from .sampling import pick, warpers
-from .branches import ROOT, find, lineage
 from .trace import Branch, Settings, Step, Summary, Trace
+
 
 def trace_key(trace: Trace) -> str:
     """The name of a trace's caches: its run id, or (a file from before run ids) a digest of what

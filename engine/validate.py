@@ -127,7 +127,8 @@ def _validate_branches(trace: Trace, limits: Limits) -> None:
         _check(not b.steps or b.steps[0].id == b.token, f"{where}.steps[0]", "is not the chosen token")
         _validate_steps(trace, b.steps, b.at, f"{where}.steps")
         _between(b.reused_tokens, 0, len(trace.prompt.tokens) + b.at, f"{where}.reused_tokens")
-        _check(min(b.copy_ms, b.cache_bytes, b.rebuilt_ms or 0, b.recompute_ms or 0) >= 0, where, "negative size or time")
+        _check(min(b.copy_ms, b.cache_bytes, b.rebuilt_ms or 0, b.recompute_ms or 0) >= 0, where,
+               "negative size or time")
         if b.summary is not None:
             _check(b.summary.new_tokens == max(len(b.steps) - 1, 0), f"{where}.summary.new_tokens",
                    f"says {b.summary.new_tokens:,} but the branch generated {max(len(b.steps) - 1, 0):,}")

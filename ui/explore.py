@@ -242,7 +242,8 @@ class Explore:
                 html.output_html(trace, lang=lang) + '<span class="tbt-rendered"></span>',
                 gr.update(maximum=max(layers - 1, 1), value=layer), gr.update(choices=heads, value=head),
                 gr.update(maximum=max(layers - 1, 1), value=d_layer), gr.update(choices=heads, value=d_head),
-                gr.update(visible=False), tree_html(tree or trace, branch or ROOT, lang), token_choices(trace, last, lang)]
+                gr.update(visible=False), tree_html(tree or trace, branch or ROOT, lang),
+                token_choices(trace, last, lang)]
 
     def wire(self) -> None:
         actions = self.actions

@@ -57,7 +57,8 @@ def result_md(tree, branch_id: str, lang: str) -> str:
     was = next((s.token for s in lineage(tree, b.parent)[b.at:b.at + 1]), "")
     note = text("fork_result", lang).format(
         id=b.id, parent=parent, step=b.at, token=md_text(visible(first.token)),
-        p=fmt_p(first.chosen_p_model), was=md_text(visible(was)), ttft=fmt_ms(b.summary.ttft_ms if b.summary else None), reused=f"{b.reused_tokens:,}",
+        p=fmt_p(first.chosen_p_model), was=md_text(visible(was)),
+        ttft=fmt_ms(b.summary.ttft_ms if b.summary else None), reused=f"{b.reused_tokens:,}",
         copy=fmt_ms(b.copy_ms), memory=fmt_bytes(b.cache_bytes))
     if b.rebuilt_ms is not None:
         note += text("fork_rebuilt", lang).format(ms=fmt_ms(b.rebuilt_ms))

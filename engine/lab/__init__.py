@@ -5,9 +5,10 @@
 Six experiments: `kv_cache` (cache on vs off), `attention` (eager vs SDPA vs FlashAttention-2, in
 kernels.py), `weights` (fp32 / bf16 / int8 / nf4), `roofline` (lower bounds from bandwidth and
 FLOP/s, next to what was measured), and what servers do (batching.py): `batching` (the batching
-frontier) and `verify` (one pass over k new tokens, the price speculative decoding pays). Each uses a warm-up run and repeats,
-reports medians with their spread, reports progress as (fraction, text), and stops between runs
-when `cancel` is set, returning what it measured marked "partial": true.
+frontier) and `verify` (one pass over k new tokens, the price speculative decoding pays). Each
+uses a warm-up run and repeats, reports medians with their spread, reports progress as (fraction,
+text), and stops between runs when `cancel` is set, returning what it measured marked
+"partial": true.
 
 Fair timings: each experiment times inside `engine.exclusive(...)` ("exclusive": true in its
 section), so a visitor's run waits at its next forward pass instead of sharing the CPU or GPU with
