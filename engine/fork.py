@@ -27,12 +27,12 @@ from transformers import DynamicCache
 from .branches import ROOT, find, lineage
 from .clock import now_ms
 from .errors import InvalidRequest
-from .generate import Event, Run, ms3
+from .generate import Event, Run, ms3, summarize
 from .hooks import Capture
 from .kv_cache import cache_bytes
 from .request import check_settings
 from .sampling import pick, warpers
-from .trace import Branch, Settings, Step, Summary, Trace
+from .trace import Branch, Settings, Step, Trace
 
 
 def trace_key(trace: Trace) -> str:
@@ -82,6 +82,7 @@ class BranchRun(Run):
             elif len(trace.steps) >= s.max_new_tokens:
                 reason = "max_tokens"
             self.reason = yield from self.decode(reason)
+            trace.steps[-1].text += self.text.flush()
             yield Event("done", trace)
             return trace
         finally:
@@ -101,9 +102,7 @@ def stream_fork(engine, trace: Trace, at: int, token: int, parent: str = ROOT,
         raise InvalidRequest(f"this trace was recorded with {trace.model.id}; load that model to fork it")
     if not trace.settings.use_cache:
         raise InvalidRequest("this run did not use a KV cache; there is no prefix to reuse")
-    if parent != ROOT:
-        find(trace, parent)
-    steps = lineage(trace, parent)
+    steps = lineage(trace, parent)          # refuses a parent the trace does not hold
     if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at < len(steps):
         raise InvalidRequest(f"step {at!r} is outside this run's steps 0..{len(steps) - 1}")
     if len(trace.branches) >= 64:
@@ -159,26 +158,12 @@ def _branch_events(engine, trace: Trace, run: BranchRun, branch: Branch, key: st
     finally:
         own = view_trace.steps[branch.at:]
         branch.steps = own
-        branch.summary = _summary(own, run.reason, run)
+        # what the branch generated: the chosen token is given, not generated
+        branch.summary = summarize(own[1:], run.reason, run.cache, own[0].t_ms if own else 0.0)
         branch.cache_bytes = cache_bytes(run.cache)
         view_trace.summary = branch.summary
     engine.prefixes.keep((key, branch.id), run.cache)
     return dataclasses.replace(trace, branches=[*trace.branches, branch])
-
-
-def _summary(steps: list[Step], reason: str, run: BranchRun) -> Summary:
-    """The branch's figures over what it generated (the chosen token is given, not generated)."""
-    made = steps[1:]
-    n = len(made)
-    ttft = made[0].t_ms if made else None
-    e2e = made[-1].t_ms if made else (steps[0].t_ms if steps else 0.0)
-    return Summary(
-        ttft_ms=ttft, tpot_ms=(e2e - ttft) / (n - 1) if n > 1 else None, e2e_ms=e2e,
-        tokens_per_s=n / e2e * 1000 if e2e > 0 and n else 0.0, new_tokens=n, stop_reason=reason,
-        kv_bytes_final=cache_bytes(run.cache), answer_tokens=sum(st.phase == "answer" for st in made),
-        thinking_tokens=sum(st.phase == "thinking" for st in made),
-        time_to_first_answer_ms=next((st.t_ms for st in made if st.phase == "answer" and not st.forced), None),
-        observe_ms=ms3(sum(st.observe_ms for st in made)), wait_ms=ms3(sum(st.wait_ms for st in made)))
 
 
 def cropped_copy(engine, cache: DynamicCache, positions: int) -> DynamicCache:

@@ -221,20 +221,25 @@ class Run:
         steps = self.trace.steps
         if steps:
             steps[-1].text += self.text.flush()
-        n = len(steps)
         wall = (self.last_ready if steps else now_ms(self.engine.device)) - self.start
-        e2e = steps[-1].t_ms if steps else wall
-        ttft = steps[0].t_ms if steps else None
-        self.trace.summary = Summary(
-            ttft_ms=ttft, tpot_ms=(e2e - ttft) / (n - 1) if n > 1 else None, e2e_ms=e2e,
-            tokens_per_s=n / e2e * 1000 if e2e > 0 else 0.0, new_tokens=n, stop_reason=reason,
-            kv_bytes_final=cache_bytes(self.cache),
-            answer_tokens=sum(st.phase == "answer" for st in steps),
-            thinking_tokens=sum(st.phase == "thinking" for st in steps),
-            time_to_first_answer_ms=next((st.t_ms for st in steps if st.phase == "answer" and not st.forced),
-                                         None),
-            observe_ms=ms3(sum(st.observe_ms for st in steps)), wait_ms=ms3(sum(st.wait_ms for st in steps)),
-            wall_ms=ms3(wall))
+        self.trace.summary = summarize(steps, reason, self.cache, wall, wall_ms=ms3(wall))
+
+
+def summarize(steps: list[Step], reason: str, cache, empty_e2e: float, wall_ms: float | None = None) -> Summary:
+    """A run's figures over the steps it generated, all on the model's clock (`empty_e2e` when it
+    generated none); watching and waiting summed apart."""
+    n = len(steps)
+    e2e = steps[-1].t_ms if steps else empty_e2e
+    ttft = steps[0].t_ms if steps else None
+    return Summary(
+        ttft_ms=ttft, tpot_ms=(e2e - ttft) / (n - 1) if n > 1 else None, e2e_ms=e2e,
+        tokens_per_s=n / e2e * 1000 if e2e > 0 else 0.0, new_tokens=n, stop_reason=reason,
+        kv_bytes_final=cache_bytes(cache),
+        answer_tokens=sum(st.phase == "answer" for st in steps),
+        thinking_tokens=sum(st.phase == "thinking" for st in steps),
+        time_to_first_answer_ms=next((st.t_ms for st in steps if st.phase == "answer" and not st.forced), None),
+        observe_ms=ms3(sum(st.observe_ms for st in steps)), wait_ms=ms3(sum(st.wait_ms for st in steps)),
+        wall_ms=wall_ms)
 
 
 def ms3(ms: float) -> float:

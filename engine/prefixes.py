@@ -37,8 +37,3 @@ class Prefixes:
                 return None
             self._items.move_to_end(key)
             return item[0]
-
-    @property
-    def bytes(self) -> int:
-        with self._lock:
-            return sum(n for _, n in self._items.values())

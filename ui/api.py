@@ -63,6 +63,11 @@ def number_arg(name: str, value, whole: bool = False) -> float | int:
     return float(value)
 
 
+def file_path(file) -> str | None:
+    """The server path of an uploaded file, sent as a FileData or its dict form."""
+    return file.get("path") if isinstance(file, dict) else getattr(file, "path", None)
+
+
 def as_file(path: str) -> dict:
     """A FileData as a dict: Gradio finds files to serve inside lists only in this form."""
     return FileData(path=path, orig_name=path.rsplit("/", 1)[-1], mime_type="application/json").model_dump()
@@ -112,7 +117,7 @@ class Api:
         for runs it made; otherwise built once). `parent` forks a branch instead of the run.
         Returns the trace with the new branch last in `branches`; `recompute` also times the
         same first token with the prefix recomputed from scratch (branch.recompute_ms)."""
-        path = trace.get("path") if isinstance(trace, dict) else getattr(trace, "path", None)
+        path = file_path(trace)
         at, chosen = number_arg("step", step, whole=True), number_arg("token", token, whole=True)
         new, parent = number_arg("max_new_tokens", max_new_tokens, whole=True), text_arg("parent", parent)
         measure = flag_arg("recompute", recompute)
@@ -156,7 +161,7 @@ class Api:
 
     def read_trace(self, file: FileData) -> str:
         """Read a trace JSON file exactly as the page's upload does; returns what it holds, in one line."""
-        path = file.get("path") if isinstance(file, dict) else getattr(file, "path", None)
+        path = file_path(file)
         trace: Trace = read_upload(path, self.models.engine.limits)
         s = trace.summary
         speed = (f"TTFT {s.ttft_ms:.0f} ms, TPOT {s.tpot_ms:.1f} ms, stop: {s.stop_reason}" if s else "unfinished")
