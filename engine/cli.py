@@ -45,11 +45,15 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--repeats", type=int, default=3)
     b.add_argument("--json", action="store_true", help="print JSON only")
 
-    lab = sub.add_parser("lab", help="acceleration lab: KV cache, attention kernels, weight formats, roofline")
+    lab = sub.add_parser("lab", help="acceleration lab: KV cache, attention kernels, weight formats, roofline, "
+                                          "batching, verifying k tokens, speculative decoding")
     _model_args(lab)
     lab.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (tests)")
     lab.add_argument("--only", default=None,
-                     help="comma list of experiments: kv_cache,attention,weights,roofline,batching,verify")
+                     help="comma list of experiments: kv_cache,attention,weights,roofline,batching,verify,speculative")
+    lab.add_argument("--draft", default=None,
+                     help="a draft model for speculative decoding, with the model's vocabulary (hub id or folder; "
+                          "'embedded' drafts with the model itself, which shows the mechanism, not a gain)")
     lab.add_argument("--json", action="store_true", help="print JSON only")
 
     f = sub.add_parser("fork", help="continue a trace from step K with another token, reusing the cached prefix")
@@ -86,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "lab":
             from .lab import run_lab
             only = args.only.split(",") if args.only else None
-            result = run_lab(engine, quick=args.quick, only=only)
+            draft = _draft(engine, args)
+            result = run_lab(engine, quick=args.quick, only=only, draft=draft)
         elif args.command == "fork":
             from .fork_bench import fork_bench
             result = fork_bench(engine)
@@ -102,6 +107,18 @@ def main(argv: list[str] | None = None) -> int:
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def _draft(engine, args):
+    """The draft engine for the speculative experiment: the model itself when both name the
+    embedded one, else a second load on the same device."""
+    if not args.draft:
+        return None
+    from .core import Engine
+    from .loading import resolve_source
+    if resolve_source(args.draft) == resolve_source(args.model):
+        return engine
+    return Engine.load(args.draft, device=str(engine.device), dtype=args.dtype, attn_implementation=args.attn)
 
 
 def _trace(engine, args) -> int:

@@ -32,7 +32,7 @@ def run_experiment(page, short: str, timeout_s: int) -> None:
 
 def test_every_section_shows_the_recording_before_a_run(page, shots):
     """No empty box and no placeholder table: each section opens on the recorded result, badged."""
-    for short in ("kv", "attn", "weights", "roofline", "batch", "verify"):
+    for short in ("kv", "attn", "weights", "roofline", "batch", "verify", "spec"):
         page.wait_for_selector(f"#lab-{short}-plot .vega-embed .marks", timeout=30_000)
         assert "Recorded on" in page.inner_text(f"#lab-{short}-note")
         assert page.locator(f"#lab-{short}-table td").count() > 3

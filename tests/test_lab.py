@@ -6,6 +6,7 @@ import copy
 import json
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -13,14 +14,15 @@ import torch
 from engine.errors import InvalidRequest
 from engine.generate import run_trace
 from engine.lab import run_lab
-from engine.lab import kernels, kv_cache, roofline, weights
+from engine.lab import kernels, kv_cache, roofline, speculative, weights
 from engine.lab.measure import peak_bytes, spread
 from engine.trace import Settings
+from viz.labels import label
 
 
 @pytest.fixture(scope="module")
 def quick(engine):
-    """One quick run of all six experiments, shared by the checks below (~1.5 minutes here)."""
+    """One quick run of all seven experiments, shared by the checks below (~1.5 minutes here)."""
     seen = []
     before = engine.model.config._attn_implementation
     result = run_lab(engine, quick=True, progress=lambda f, text: seen.append((f, text)))
@@ -100,7 +102,8 @@ def test_roofline_bound_math():
 def test_lab_json_has_what_the_bars_ask_for(quick):
     result = {k: v for k, v in quick.items() if not k.startswith("_")}
     json.dumps(result, allow_nan=False)
-    assert set(result["experiments"]) == {"kv_cache", "attention", "weights", "roofline", "batching", "verify"}
+    assert set(result["experiments"]) == {"kv_cache", "attention", "weights", "roofline", "batching", "verify",
+                                         "speculative"}
     assert result["partial"] is False
     assert result["kv_cache_speedup"] == result["kv_cache"]["speedup"]
     assert all(result[name]["exclusive"] is True for name in result["experiments"])
@@ -364,10 +367,65 @@ def test_serving_charts_and_tables_in_both_languages(quick):
     from viz import lab_serving
     result = {k: v for k, v in quick.items() if not k.startswith("_")}
     for lang in ("en", "zh"):
-        for chart in (lab_serving.batching_chart, lab_serving.verify_chart):
+        for chart in (lab_serving.batching_chart, lab_serving.verify_chart, lab_serving.speculative_chart):
             json.dumps(chart(result, lang=lang).to_dict())
         assert list(lab_serving.batching_table(result, lang=lang)["batch size" if lang == "en" else "批大小"]) == [1, 2, 4]
         assert len(lab_serving.verify_table(result, lang=lang)) == 2
         assert lab_serving.batching_summary(result, lang) and lab_serving.verify_summary(result, lang)
+        spec = lab_serving.speculative_table(result, lang=lang)
+        assert len(spec) == 3 and set(spec[label("lab_spec_identical", lang)]) == {label("lab_spec_yes", lang)}
+        reading = lab_serving.speculative_summary(result, lang)
+        assert label("lab_spec_same", lang) in reading and label("lab_spec_no_draft", lang) in reading
     with pytest.raises(ValueError):
         lab_serving.batching_chart({})
+
+
+def check_passes(part: dict, arm: str) -> None:
+    """What the watch saw of one arm is a faithful account of its output: each pass emitted its
+    accepted drafts and then one token of the model's own, and the passes add up to the answer."""
+    row = next(r for r in part["rows"] if r["arm"] == arm)
+    strip = part["strips"][arm]
+    assert len(strip) == row["passes"] < row["new_tokens"]
+    for p in strip:
+        assert p["emitted"][:p["accepted"]] == p["drafted"][:p["accepted"]]
+        assert len(p["emitted"]) == p["accepted"] + p["own"] and p["own"] in (0, 1)
+        assert p["accepted"] + p["rejected"] + p["unused"] == len(p["drafted"])
+        if p["rejected"]:           # the first rejected draft is not what the model chose
+            assert p["own"] == 1 and p["emitted"][p["accepted"]] != p["drafted"][p["accepted"]]
+    assert all(p["own"] == 1 for p in strip[:-1])      # only the last pass can be cut short
+    assert sum(len(p["emitted"]) for p in strip) == row["new_tokens"]
+    assert row["accepted"] == sum(p["accepted"] for p in strip)
+    assert row["rejected"] + row["unused"] == row["drafted"] - row["accepted"]
+
+
+def test_prompt_lookup_is_identical_to_plain_greedy_in_fewer_passes(quick):
+    part = quick["speculative"]
+    assert [r["arm"] for r in part["rows"]] == ["plain", "lookup_3", "lookup_10"]
+    assert part["identical"] is True and all(r["identical"] for r in part["rows"])
+    plain = part["rows"][0]
+    assert plain["passes"] == plain["new_tokens"] == part["max_new_tokens"] and plain["speedup"] == 1.0
+    for arm in ("lookup_3", "lookup_10"):
+        check_passes(part, arm)
+    # the prompt holds the passage the answer quotes: lookup drafts, and most of it is kept
+    assert next(r for r in part["rows"] if r["arm"] == "lookup_10")["acceptance"] > 0.3
+    assert part["draft_model"] is None and part["draft_given"] is False and part["draft_skipped"]
+
+
+def test_a_draft_model_drafts_through_assisted_generation(engine):
+    """The model as its own draft: every drafted token is the model's own choice, so all are
+    accepted and the output is plain greedy's (the mechanism, not a speed-up)."""
+    schedule = engine.model.generation_config.num_assistant_tokens_schedule
+    part = speculative.run(engine, quick=True, draft=engine)
+    draft = next(r for r in part["rows"] if r["arm"] == "draft")
+    assert part["draft_model"] == engine.info.id and draft["identical"]
+    assert draft["drafted"] > 0 and draft["acceptance"] == 1.0
+    check_passes(part, "draft")
+    assert engine.model.generation_config.num_assistant_tokens_schedule == schedule   # put back
+    assert "_get_candidate_generator" not in vars(engine.model)      # the watch is gone
+
+
+def test_a_draft_with_another_vocabulary_is_refused_by_name(engine):
+    other = SimpleNamespace(tokenizer=SimpleNamespace(get_vocab=lambda: {"a": 0}), info=SimpleNamespace(id="x/other"))
+    assert "x/other" in speculative.draft_problem(engine, other)
+    assert speculative.draft_problem(engine, engine) is None
+    assert "no draft model" in speculative.draft_problem(engine, None)

@@ -1,4 +1,4 @@
-"""Chapter 6, the acceleration lab tab: four experiments, each with a Run button, a chart, a table and
+"""Chapter 6, the acceleration lab tab: seven experiments, each with a Run button, a chart, a table and
 a two-line reading of its result; a Stop button and a JSON export of everything measured so far.
 
 Each visitor's results live in a gr.State (plain JSON-ready dicts). While an experiment times, it
@@ -41,6 +41,8 @@ SECTIONS = (
     ("roofline", "roofline", "lab_roof_heading", "lab_roof_explain", charts.roofline_chart, charts.roofline_table),
     ("batching", "batch", "lab_batch_heading", "lab_batch_explain", serving.batching_chart, serving.batching_table),
     ("verify", "verify", "lab_verify_heading", "lab_verify_explain", serving.verify_chart, serving.verify_table),
+    ("speculative", "spec", "lab_spec_heading", "lab_spec_explain", serving.speculative_chart,
+     serving.speculative_table),
 )
 SUMMARIES = {**charts.SUMMARIES, **serving.SUMMARIES}
 RECORDED = Path(__file__).resolve().parent.parent / "assets" / "lab" / "recorded.json"

@@ -1,5 +1,5 @@
 """Lab charts for what servers do: the batching frontier and the price of verifying k tokens
-(engine/lab/batching.py). Same conventions as viz/lab: medians with min–max, every label in the
+(engine/lab/batching.py), and speculative decoding (engine/lab/speculative.py). Same conventions as viz/lab: medians with min–max, every label in the
 page's language, ValueError (drawn as a notice) when the experiment has not been run."""
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from .fmt import fmt_ms
 from .lab import _partial_note, _ratio, section
 from .labels import label
 from .theme import BLUE, GREY, INK, ORANGE
+
+PALE = "#e3e6eb"      # drafted past the end of the output: never judged
 
 
 # --- 5 batching ---------------------------------------------------------------------------------
@@ -132,4 +134,101 @@ def verify_summary(result: dict, lang: str = "en") -> str:
                  per=fmt_ms(last["ms_per_token"]), one=fmt_ms(rows[0]["ms"]["median"]))
 
 
-SUMMARIES = {"batching": batching_summary, "verify": verify_summary}
+# --- 7 speculative decoding ---------------------------------------------------------------------
+def arm_name(arm: str, lang: str, draft: str | None = None) -> str:
+    """plain, lookup_<k> or draft, in the page's language."""
+    if arm.startswith("lookup_"):
+        return label("lab_spec_lookup", lang, k=arm.split("_", 1)[1])
+    if arm == "draft":
+        return label("lab_spec_draft", lang, name=str(draft or "").split(":")[-1].split("/")[-1])
+    return label("lab_spec_plain", lang)
+
+
+def speculative_chart(result: dict, lang: str = "en") -> alt.VConcatChart:
+    """Tokens/s of each arm (plain greedy first), over a strip per speculative arm: one bar per
+    verification pass, stacked from the drafted tokens the model accepted, its own token, and the
+    drafted tokens it rejected."""
+    part = section(result, "speculative", lang)
+    rows = part.get("rows") or []
+    if not rows:
+        raise ValueError(label("lab_err_no_rows", lang))
+    names = {r["arm"]: arm_name(r["arm"], lang, part.get("draft_model")) for r in rows}
+    order = [names[r["arm"]] for r in rows]
+    speed = pd.DataFrame([{"arm": names[r["arm"]], "tok_s": r["tokens_per_s"], "x": _ratio(r.get("speedup")),
+                           "passes": r["passes"], "low": r["new_tokens"] / r["ms"]["max"] * 1000,
+                           "high": r["new_tokens"] / r["ms"]["min"] * 1000} for r in rows])
+    y = alt.Y("arm:N", sort=order, title=None)
+    x = alt.X("tok_s:Q", title=label("lab_spec_tok_s", lang))
+    bars = alt.Chart(speed).mark_bar(color=BLUE, height=22).encode(
+        x=x, y=y, tooltip=[alt.Tooltip("arm:N", title=" "), alt.Tooltip("tok_s:Q", format=".1f"),
+                           alt.Tooltip("x:N", title=label("lab_spec_vs_plain", lang)),
+                           alt.Tooltip("passes:Q", title=label("lab_spec_passes", lang))])
+    whiskers = alt.Chart(speed).mark_rule(color=INK).encode(x="low:Q", x2="high:Q", y=y)
+    text = alt.Chart(speed).mark_text(align="left", dx=6, color=INK, fontSize=13).encode(x="high:Q", y=y, text="x:N")
+    subtitle = [label("lab_spec_sub", lang, p=part["prompt_tokens"], n=part["max_new_tokens"]),
+                *_partial_note(part, lang)]
+    top = alt.layer(bars, whiskers, text, title=alt.Title(label("lab_spec_title", lang), subtitle=subtitle)
+                    ).properties(width=520, height=34 * len(rows))
+    kinds = [label(f"lab_spec_{k}", lang) for k in ("accepted", "own", "rejected", "unused")]
+    strip = []
+    for arm, passes in (part.get("strips") or {}).items():
+        for i, p in enumerate(passes, start=1):
+            rest = p["drafted"][p["accepted"]:]
+            pieces = (p["drafted"][:p["accepted"]], p["emitted"][p["accepted"]:],
+                      rest if p["rejected"] else [], rest if p["unused"] else [])
+            for kind, text in enumerate(pieces):
+                if text:            # rejected and unused drafts hang below the axis
+                    strip.append({"arm": names.get(arm, arm), "pass": i, "kind": kinds[kind], "order": kind,
+                                  "count": -len(text) if kind >= 2 else len(text), "text": "".join(text)[:120]})
+    if not strip:
+        return alt.vconcat(top)
+    frame = pd.DataFrame(strip)
+    shown = [i for i, kind in enumerate(kinds) if kind in set(frame["kind"])]      # no legend for what is absent
+    lanes = alt.Chart(frame).mark_bar().encode(
+        x=alt.X("pass:O", title=label("lab_spec_pass_axis", lang), axis=alt.Axis(labelAngle=0, labelOverlap=True)),
+        y=alt.Y("sum(count):Q", title=label("lab_spec_tokens_axis", lang), stack="zero"),
+        color=alt.Color("kind:N", title=None, scale=alt.Scale(domain=[kinds[i] for i in shown],
+                                                     range=[(BLUE, ORANGE, GREY, PALE)[i] for i in shown]),
+                        legend=alt.Legend(orient="bottom")),
+        order=alt.Order("order:Q"),
+        tooltip=[alt.Tooltip("pass:O", title=label("lab_spec_pass_axis", lang)), alt.Tooltip("kind:N", title=" "),
+                 alt.Tooltip("text:N", title=label("lab_spec_text", lang))],
+    ).properties(width=520, height=120).facet(
+        row=alt.Row("arm:N", title=None, sort=order, header=alt.Header(labelAngle=0, labelAlign="left",
+                                                                        labelOrient="top", labelFontWeight="bold")),
+        title=alt.Title(label("lab_spec_strip_title", lang), subtitle=label("lab_spec_strip_sub", lang).split("\n"))
+    ).resolve_scale(x="independent")                  # each arm's own number of passes
+    return alt.vconcat(top, lanes, spacing=24)
+
+
+def speculative_table(result: dict, lang: str = "en") -> pd.DataFrame:
+    part = section(result, "speculative", lang)
+    yes, no = label("lab_spec_yes", lang), label("lab_spec_no", lang)
+    return pd.DataFrame([{
+        label("lab_spec_arm", lang): arm_name(r["arm"], lang, part.get("draft_model")),
+        label("lab_spec_time", lang): f"{fmt_ms(r['ms']['median'])} ({fmt_ms(r['ms']['min'])}–{fmt_ms(r['ms']['max'])})",
+        label("lab_spec_tok_s", lang): f"{r['tokens_per_s']:.1f}",
+        label("lab_spec_vs_plain", lang): _ratio(r.get("speedup")),
+        label("lab_spec_passes", lang): f"{r['passes']} / {r['new_tokens']}",
+        label("lab_spec_acceptance", lang): (f"{r['accepted']} / {r['accepted'] + r['rejected']} ({r['acceptance']:.0%})"
+                                            if r.get("acceptance") is not None else "—"),
+        label("lab_spec_identical", lang): yes if r["identical"] else no,
+    } for r in part.get("rows", [])])
+
+
+def speculative_summary(result: dict, lang: str = "en") -> str:
+    part = section(result, "speculative", lang)
+    rows = {r["arm"]: r for r in part.get("rows") or []}
+    best = rows.get(part.get("best") or "")
+    if "plain" not in rows or best is None:
+        return label("lab_partial", lang)
+    text = label("lab_spec_means", lang, arm=arm_name(best["arm"], lang, part.get("draft_model")),
+                 x=_ratio(best["speedup"]), n=best["new_tokens"], passes=best["passes"],
+                 acc=best["accepted"], drafted=best["accepted"] + best["rejected"])
+    sentences = [text, label("lab_spec_same" if part.get("identical") else "lab_spec_differs", lang)]
+    if part.get("draft_skipped"):
+        sentences.append(label("lab_spec_no_draft", lang) if not part.get("draft_given") else part["draft_skipped"])
+    return ("" if lang == "zh" else " ").join(sentences)
+
+
+SUMMARIES = {"batching": batching_summary, "verify": verify_summary, "speculative": speculative_summary}

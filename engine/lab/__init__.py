@@ -1,11 +1,12 @@
 """Chapter 6, the acceleration lab: what makes inference fast, measured side by side on this machine.
 
-    run_lab(engine, quick=False, only=None, progress=None, cancel=None) -> dict (JSON-ready)
+    run_lab(engine, quick=False, only=None, progress=None, cancel=None, draft=None) -> dict (JSON-ready)
 
-Six experiments: `kv_cache` (cache on vs off), `attention` (eager vs SDPA vs FlashAttention-2, in
+Seven experiments: `kv_cache` (cache on vs off), `attention` (eager vs SDPA vs FlashAttention-2, in
 kernels.py), `weights` (fp32 / bf16 / int8 / nf4), `roofline` (lower bounds from bandwidth and
 FLOP/s, next to what was measured), and what servers do (batching.py): `batching` (the batching
-frontier) and `verify` (one pass over k new tokens, the price speculative decoding pays). Each
+frontier) and `verify` (one pass over k new tokens, the price speculative decoding pays); and
+`speculative` (speculative.py: prompt lookup, and a `draft` model if given, against plain greedy). Each
 uses a warm-up run and repeats, reports medians with their spread, reports progress as (fraction,
 text), and stops between runs when `cancel` is set, returning what it measured marked
 "partial": true.
@@ -27,7 +28,7 @@ import torch
 
 from ..core import Engine
 from ..errors import InvalidRequest
-from . import batching, kernels, kv_cache, roofline, weights
+from . import batching, kernels, kv_cache, roofline, speculative, weights
 
 SCHEMA = "token-by-token/lab@1"
 EXPERIMENTS: dict[str, Callable[..., dict]] = {
@@ -37,12 +38,13 @@ EXPERIMENTS: dict[str, Callable[..., dict]] = {
     "roofline": roofline.run,
     "batching": batching.run,
     "verify": batching.verify,
+    "speculative": speculative.run,
 }
 
 
 def run_lab(engine: Engine, quick: bool = False, only: list[str] | None = None,
             progress: Callable[[float, str], None] | None = None,
-            cancel: threading.Event | None = None) -> dict:
+            cancel: threading.Event | None = None, draft: Engine | None = None) -> dict:
     names = [n.strip() for n in only if n.strip()] if only else list(EXPERIMENTS)
     unknown = [n for n in names if n not in EXPERIMENTS]
     if unknown or not names:
@@ -62,8 +64,9 @@ def run_lab(engine: Engine, quick: bool = False, only: list[str] | None = None,
         if cancel is not None and cancel.is_set():
             break
         start = time.monotonic()
+        extra = {"draft": draft} if name == "speculative" else {}
         result[name] = EXPERIMENTS[name](engine, quick=quick, progress=_part(progress, i, len(names), name),
-                                         cancel=cancel)
+                                         cancel=cancel, **extra)
         result["seconds"][name] = round(time.monotonic() - start, 2)
     result["kv_cache_speedup"] = result.get("kv_cache", {}).get("speedup")
     result["partial"] = any(result.get(n, {"partial": True})["partial"] for n in names)
