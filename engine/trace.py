@@ -199,6 +199,21 @@ class Branch:
 
 
 @dataclass
+class Served:
+    """Where a served trace came from (source "served"), and what its client saw: the times are
+    vLLM's serving-benchmark definitions, taken on this side of the network."""
+    endpoint: str               # the host's name for the endpoint (its URL below, without credentials)
+    url: str
+    api: str                    # "completions" | "chat" | "llamacpp" | "sglang" | "tgi" | "ollama"
+    model: str                  # the model name the server was asked for
+    sent: str = "{}"            # the host's extra request fields (JSON), e.g. a server's own penalties turned off
+    chunks: int = 0             # streamed chunks that carried tokens
+    itl_ms: list[float] = field(default_factory=list)   # gaps between those chunks
+    prompt_tokens: int | None = None        # the server's own counts (its `usage`), if it sent them
+    completion_tokens: int | None = None
+
+
+@dataclass
 class Trace:
     model: ModelInfo
     settings: Settings
@@ -213,6 +228,7 @@ class Trace:
     schema: str = SCHEMA
     run_id: str = ""                # names this run's kept KV cache on the server (forking reuses it)
     branches: list[Branch] = field(default_factory=list)
+    served: Served | None = None    # a completion streamed from a model server (engine/served)
 
     @property
     def output_text(self) -> str:

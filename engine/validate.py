@@ -35,11 +35,12 @@ def validate(trace: Trace, limits: Limits | None = None) -> Trace:
     """Raise TraceFormatError unless every size in `trace` agrees with its data and the caps."""
     limits = limits or Limits()
     m = trace.model
-    _between(m.layers, 1, MAX_LAYERS, "model.layers")
-    _between(m.heads, 1, MAX_HEADS, "model.heads")
-    _between(m.kv_heads, 1, m.heads, "model.kv_heads")
+    known = 0 if m.source == "served" else 1       # a served model's shape may be unknown (0)
+    _between(m.layers, known, MAX_LAYERS, "model.layers")
+    _between(m.heads, known, MAX_HEADS, "model.heads")
+    _between(m.kv_heads, known, m.heads, "model.kv_heads")
     _between(m.vocab_size, 1, MAX_VOCAB, "model.vocab_size")
-    _between(m.context_length, 1, MAX_CONTEXT, "model.context_length")
+    _between(m.context_length, known, MAX_CONTEXT, "model.context_length")
     for name in ("head_dim", "hidden_size", "parameters", "parameter_bytes"):
         _between(getattr(m, name), 0, 10**15, f"model.{name}")
 
@@ -78,7 +79,21 @@ def validate(trace: Trace, limits: Limits | None = None) -> Trace:
     if trace.attention is not None:
         _validate_attention(trace, limits)
     _validate_branches(trace, limits)
+    if trace.served is not None:
+        _validate_served(trace)
     return trace
+
+
+def _validate_served(trace: Trace) -> None:
+    """A served trace: its client times fit its steps, and it claims nothing a server hides."""
+    sv = trace.served
+    _check(trace.model.source == "served", "model.source", "a served trace must say source 'served'")
+    _check(trace.attention is None and not trace.branches, "served", "a served trace holds no attention or branches")
+    _between(sv.chunks, 0, len(trace.steps), "served.chunks")
+    _between(len(sv.itl_ms), 0, max(sv.chunks - 1, 0), "served.itl_ms")
+    _check(all(x >= 0 for x in sv.itl_ms), "served.itl_ms", "negative gap")
+    for name in ("endpoint", "url", "api", "model", "sent"):
+        _between(len(getattr(sv, name)), 0, 1_000, f"served.{name}")
 
 
 def _validate_steps(trace: Trace, steps: list, first: int, name: str) -> None:

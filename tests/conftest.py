@@ -111,3 +111,40 @@ def shots(output_dir):
     folder = output_dir / "browser"
     folder.mkdir(exist_ok=True)
     return folder
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    """llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`) on the embedded
+    GGUF, on a free local port: a real serving engine for the served-model tests. make test
+    installs llama-cpp-python (built from source once, then from pip's cache)."""
+    import subprocess
+    import time
+    import urllib.request
+    from engine.loading import embedded_gguf
+    port = _free_port()
+    OUTPUT.mkdir(exist_ok=True)
+    log = open(OUTPUT / "llama-server.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_gguf()),
+                             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "2048",
+                             "--model_alias", "smollm2"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"llama_cpp.server exited early; see {log.name}")
+        try:
+            urllib.request.urlopen(url + "/v1/models", timeout=2)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        raise RuntimeError("llama_cpp.server did not start in 120 s")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()

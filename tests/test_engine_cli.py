@@ -43,8 +43,12 @@ def test_bench_command_prints_the_figures():
     for key in ("hf_generate_tok_s", "engine_tok_s", "engine_wall_tok_s", "engine_attention_tok_s",
                 "app_default_tok_s", "overhead_ratio", "app_default_ratio", "observe_ms_per_step",
                 "compare_tpot_ratio", "ttft_ms", "tpot_ms", "read_bandwidth_gbs", "weight_bytes",
-                "limit_tpot_ms", "peak_rss_mb", "trace_json_bytes"):
+                "limit_tpot_ms", "peak_rss_mb", "trace_json_bytes", "decode_tok_s", "llamacpp_decode_tok_s",
+                "decode_vs_llamacpp"):
         assert result[key] > 0, key
+    # llama.cpp on the same GGUF (installed by make test), timed like our decode
+    assert result["llamacpp"]["new_tokens"] == 6 and result["decode_vs_llamacpp"] == pytest.approx(
+        result["decode_tok_s"] / result["llamacpp_decode_tok_s"])
     # one repeat: each ratio is that round's ratio of the medians shown
     assert result["overhead_ratio"] == pytest.approx(result["engine_wall_tok_s"] / result["hf_generate_tok_s"])
     assert result["app_default_ratio"] == pytest.approx(result["app_default_tok_s"] / result["hf_generate_tok_s"])

@@ -1,0 +1,172 @@
+"""A Trace of a completion streamed from a model server (source "served").
+
+    stream_served(endpoint, prompt, settings, local=None, cancel=None) -> Generator[Event, None, Trace]
+
+The server does the model work; what we record is what it tells us (each token, its logprob and its
+top alternatives) and what we can time from the outside, with the definitions of vLLM's serving
+benchmark: TTFT = request sent -> first chunk with content; ITL = the gap between two content
+chunks; TPOT = (E2EL - TTFT) / (tokens - 1); E2EL = request sent -> last chunk. These are client
+times: the network and the server's queue are in them, and nothing in them is the model's own.
+
+Token ids come from the server when it gives them (vLLM's `return_tokens_as_token_ids`, llama.cpp,
+SGLang, TGI), else from a local copy of the model's tokenizer (`local`, an Engine of the same model),
+which maps each token's bytes back to its id. Attention, the KV cache and per-layer views need the
+model's internals, which a server does not expose: a served trace has none.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+import uuid
+from dataclasses import replace
+from datetime import datetime, timezone
+from typing import Generator
+
+from ..generate import Event as RunEvent
+from ..tokens import TextStream, printable, prompt_tokens
+from ..trace import Candidate, ModelInfo, Prompt, Served, Settings, Step, Summary, Trace
+from .dialects import DIALECTS, Piece, decode
+from .endpoints import Endpoint
+from .sse import Bounds, ServedError, events
+
+
+class IdMap:
+    """Token bytes -> id for one tokenizer (the reverse of TokenBytes), built once."""
+
+    def __init__(self, engine):
+        tb = engine.token_bytes
+        self.engine, self.by_bytes = engine, {}
+        for tid in sorted(range(len(engine.tokenizer)), reverse=True):   # lowest id wins a tie
+            self.by_bytes[tb.bytes_of(tid)] = tid
+
+    def id_of(self, text: str, raw: bytes | None) -> int | None:
+        if raw is not None and raw in self.by_bytes:
+            return self.by_bytes[raw]
+        if "\ufffd" in text:                   # a character cut in half, already lost in the text
+            return None
+        return self.by_bytes.get(text.encode("utf-8"))
+
+
+def _info(endpoint: Endpoint, local, vocab: int) -> ModelInfo:
+    """The model as far as we know it: the local copy's architecture when one is named (same
+    model), else nothing but its name (0 = unknown)."""
+    name = f"served:{endpoint.model}"
+    if local is not None:
+        return replace(local.info, id=name, source="served", device="server", attn_implementation="server")
+    return ModelInfo(id=name, source="served", architecture="unknown", dtype="unknown", device="server",
+                     attn_implementation="server", quantization=None, layers=0, heads=0, kv_heads=0, head_dim=0,
+                     hidden_size=0, vocab_size=max(vocab, 1), context_length=0, parameters=0, parameter_bytes=0)
+
+
+def _prompt(endpoint: Endpoint, prompt: str, settings: Settings, local) -> tuple[Prompt, str]:
+    """The prompt record, and the text to send: a completions endpoint gets the chat template
+    applied here (with the local tokenizer's template), a chat endpoint applies its own."""
+    chat = endpoint.api == "chat"
+    if local is None:
+        return Prompt(raw=prompt, templated=prompt, tokens=[], raw_token_count=0), prompt
+    templated = local.apply_template(prompt, settings)
+    ids = local.encode(templated, templated=settings.chat_template)
+    tokens = prompt_tokens(local.token_bytes, templated, ids)
+    raw_count = len(local.encode(prompt, templated=False))
+    return Prompt(raw=prompt, templated=templated, tokens=tokens, raw_token_count=raw_count), (prompt if chat else templated)
+
+
+def stream_served(endpoint: Endpoint, prompt: str, settings: Settings | None = None, local=None,
+                  cancel: threading.Event | None = None, bounds: Bounds | None = None,
+                  transport=None) -> Generator[RunEvent, None, Trace]:
+    settings = settings or Settings()
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ServedError("the prompt is empty")
+    dialect = DIALECTS[endpoint.api]() if endpoint.api != "completions" else DIALECTS["completions"](endpoint.token_ids)
+    top = min(max(settings.top_candidates, 1), endpoint.max_top)
+    record, sent = _prompt(endpoint, prompt, settings, local)
+    body = {**dialect.body(endpoint.model, sent, settings.max_new_tokens, settings.temperature, top, settings.seed),
+            **dict(endpoint.extra)}
+    ids = IdMap(local) if local is not None else None
+    trace = Trace(model=_info(endpoint, local, 1), settings=replace(settings, top_candidates=top), prompt=record,
+                  created=datetime.now(timezone.utc).isoformat(timespec="seconds"), run_id=uuid.uuid4().hex[:12],
+                  served=Served(endpoint=endpoint.name, url=endpoint.base_url, api=endpoint.api, model=endpoint.model,
+                                sent=json.dumps(dict(endpoint.extra), sort_keys=True)))
+    yield RunEvent("tokens", trace)
+    text = TextStream()
+    start = time.monotonic() * 1000
+    arrivals: list[float] = []                 # content chunks' arrival, ms after the request was sent
+    finish, usage, largest = None, None, 0
+    for arrived, payload in events(endpoint.base_url + dialect.path, body, dialect.sse, bounds or endpoint.bounds,
+                                   endpoint.headers(), cancel, transport):
+        event = dialect.parse(decode(payload))
+        usage = event.usage or usage
+        finish = event.finish or finish
+        if event.text and not event.pieces:
+            raise ServedError(f"{endpoint.name} sent text without logprobs: the server must support "
+                              f"{'logprobs/top_logprobs' if endpoint.api == 'chat' else 'logprobs'} for a trace")
+        if not event.pieces:
+            continue
+        if len(event.pieces) == 1 and not event.pieces[0].text:     # vLLM's "token_id:N": the text is the chunk's
+            event.pieces[0].text = event.text
+        t = arrived - start
+        gap = t - (arrivals[-1] if arrivals else 0.0)
+        arrivals.append(t)
+        for j, piece in enumerate(event.pieces):
+            if len(trace.steps) >= settings.max_new_tokens:
+                raise ServedError(f"{endpoint.name} sent more than the {settings.max_new_tokens} tokens asked for")
+            step = _step(len(trace.steps), piece, ids, text, gap if j == 0 else 0.0, t, len(record.tokens))
+            largest = max(largest, step.id, *(c.id for c in step.candidates))
+            trace.steps.append(step)
+        yield RunEvent("step", trace)
+    if cancel is not None and cancel.is_set():
+        finish = "cancelled"
+    elif finish is None:
+        raise ServedError(f"{endpoint.name}'s stream ended without a finish reason: cut off?")
+    if trace.steps:
+        held = text.flush()
+        if held:
+            trace.steps[-1].text += held
+    trace.model = _info(endpoint, local, largest + 1)
+    trace.summary = _summary(trace, arrivals, finish)
+    trace.served.chunks = len(arrivals)
+    trace.served.itl_ms = [round(b - a, 3) for a, b in zip(arrivals, arrivals[1:])]
+    for key in ("prompt_tokens", "completion_tokens"):
+        value = (usage or {}).get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            setattr(trace.served, key, value)
+    yield RunEvent("done", trace)
+    return trace
+
+
+def _step(index: int, piece: Piece, ids: IdMap | None, text: TextStream, ms: float, t_ms: float,
+          n_prompt: int) -> Step:
+    tid = piece.id if piece.id is not None else (ids.id_of(piece.text, piece.raw) if ids else None)
+    if tid is None:
+        raise ServedError(f"the server gave no id for token {index} ({piece.text!r}) and it cannot be mapped "
+                          f"with a local tokenizer: name the model's tokenizer, or ask the server for token ids")
+    raw = ids.engine.token_bytes.bytes_of(tid) if ids else (piece.raw or piece.text.encode("utf-8"))
+    candidates = []
+    for alt in piece.top:
+        aid = alt.id if alt.id is not None else (ids.id_of(alt.text, alt.raw) if ids else None)
+        if aid is None or any(c.id == aid for c in candidates):     # unmappable, or a duplicate text
+            continue
+        label = ids.engine.text_of(aid) if ids else (alt.text or printable(alt.raw or b""))
+        p = math.exp(alt.logprob)
+        candidates.append(Candidate(id=aid, text=label, logit=alt.logprob, p_model=p, p_final=p))
+    rank = next((r for r, c in enumerate(candidates) if c.id == tid), len(candidates))
+    p_chosen = math.exp(piece.logprob) if piece.logprob is not None else (candidates[rank].p_model if rank < len(candidates) else 0.0)
+    # the entropy of what the server showed (its top k): a lower bound of the whole distribution's
+    entropy = -sum(c.p_model * math.log(c.p_model) for c in candidates if c.p_model > 0)
+    return Step(index=index, id=tid, token=printable(raw), text=text.push(raw), bytes_hex=raw.hex(), phase="answer",
+                ms=round(ms, 3), t_ms=round(t_ms, 3), forward_ms=0.0, candidates=candidates, chosen_rank=rank,
+                chosen_p_model=p_chosen, chosen_p_final=p_chosen, entropy=entropy, entropy_model=entropy,
+                kv_tokens=n_prompt + index + 1, kv_bytes=0)
+
+
+def _summary(trace: Trace, arrivals: list[float], finish: str) -> Summary:
+    n = len(trace.steps)
+    ttft = arrivals[0] if arrivals else None
+    e2el = arrivals[-1] if arrivals else 0.0
+    reason = {"stop": "eos", "eos_token": "eos", "length": "max_tokens", "cancelled": "cancelled"}.get(finish, "stop")
+    return Summary(ttft_ms=ttft, tpot_ms=(e2el - ttft) / (n - 1) if ttft is not None and n > 1 else None, e2e_ms=e2el,
+                   tokens_per_s=n / e2el * 1000 if e2el > 0 else 0.0, new_tokens=n, stop_reason=reason,
+                   kv_bytes_final=0, answer_tokens=n, wall_ms=e2el)

@@ -1,0 +1,168 @@
+"""Served models (engine/served): the streaming reader against hostile servers on a real socket,
+each server's documented response format (tests/fixtures/served/), and the trace a stream makes."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from engine.errors import InvalidRequest
+from engine.served import Bounds, ServedError, endpoint, endpoints_from_env, stream_served
+from engine.trace import Settings, Trace
+
+FIXTURES = Path(__file__).parent / "fixtures" / "served"
+QUICK = Bounds(connect_s=2, stall_s=0.6, total_s=5, max_bytes=200_000, max_line=20_000, max_events=500)
+
+
+def chunk(text: str, token: int, logprob: float, finish: str | None = None) -> str:
+    """One vLLM /v1/completions stream event (return_tokens_as_token_ids): a token and an alternative."""
+    logprobs = {"tokens": [f"token_id:{token}"], "token_logprobs": [logprob],
+                "top_logprobs": [{f"token_id:{token}": logprob, "token_id:7": logprob - 2.0}]}
+    return "data: " + json.dumps({"choices": [{"index": 0, "text": text, "logprobs": logprobs,
+                                               "finish_reason": finish}]}) + "\n\n"
+
+
+GOOD = [chunk(" Paris", 100, -0.1), chunk(" is", 101, -0.2), chunk(" lovely", 102, -0.3, "length"), "data: [DONE]\n\n"]
+
+
+class Hostile(BaseHTTPRequestHandler):
+    """A server whose behaviour is chosen by the request path's last part."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.bodies.append(body)
+        kind = self.path.strip("/").split("/")[0]
+        if kind == "unknown-model":
+            self.send_json(404, {"error": {"message": f"The model `{body['model']}` does not exist."}})
+            return
+        if kind == "not-sse":
+            self.send_json(200, {"choices": [{"text": "hello"}]})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        events = {
+            "good": GOOD,
+            "stall": [GOOD[0], "SLEEP"],
+            "truncated": GOOD[:2],
+            "malformed": [GOOD[0], "data: {not json\n\n"],
+            "huge-line": [GOOD[0], "data: " + "x" * 50_000],
+            "huge": [GOOD[0]] + [":" + "x" * 10_000 + "\n"] * 40,     # comments: bytes without tokens
+            "too-many": GOOD[:2] * 4 + GOOD[2:],
+            "no-logprobs": ["data: " + json.dumps({"choices": [{"text": " Paris", "finish_reason": None}]}) + "\n\n"],
+            "error-mid-stream": [GOOD[0], "data: " + json.dumps({"error": {"message": "engine overloaded"}}) + "\n\n"],
+            "trickle": [GOOD[0]] + ["TRICKLE"] * 40,
+        }[kind]
+        try:
+            for event in events:
+                if event == "SLEEP":
+                    time.sleep(3)
+                elif event == "TRICKLE":            # a byte every 0.2 s: never stalls, never ends
+                    self.wfile.write(b":\n")
+                    self.wfile.flush()
+                    time.sleep(0.2)
+                else:
+                    self.wfile.write(event.encode())
+                    self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def send_json(self, status, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    server.bodies = []
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+
+
+def run(where, prompt="The capital of France is", **settings):
+    events = stream_served(where, prompt, Settings(**{"max_new_tokens": 3, **settings}))
+    try:
+        while True:
+            next(events)
+    except StopIteration as done:
+        return done.value
+
+
+def at(server, kind: str, **kwargs):
+    host, port = server.server_address
+    where = endpoint(f"http://{host}:{port}/{kind}", "test-model", token_ids=True, **kwargs)
+    return type(where)(**{**where.__dict__, "bounds": QUICK})
+
+
+def test_a_good_stream_makes_a_valid_served_trace(hostile):
+    trace = run(at(hostile, "good"), max_new_tokens=3)
+    trace.validate()
+    assert [(s.id, s.token) for s in trace.steps] == [(100, " Paris"), (101, " is"), (102, " lovely")]
+    assert [c.id for c in trace.steps[0].candidates] == [100, 7] and trace.steps[0].chosen_rank == 0
+    assert trace.steps[0].chosen_p_model == pytest.approx(0.9048, abs=1e-4) and trace.output_text == " Paris is lovely"
+    assert trace.model.source == "served" and trace.served.chunks == 3 and len(trace.served.itl_ms) == 2
+    s = trace.summary
+    assert s.new_tokens == 3 and s.stop_reason == "max_tokens" and 0 < s.ttft_ms <= s.e2e_ms
+    assert s.tpot_ms == pytest.approx((s.e2e_ms - s.ttft_ms) / 2)
+    again = Trace.from_json(trace.to_json()).validate()
+    assert again.served == trace.served
+    body = hostile.bodies[-1]
+    assert body["model"] == "test-model" and body["stream"] is True and body["logprobs"] >= 1
+    assert body["return_tokens_as_token_ids"] is True and body["prompt"] == "The capital of France is"
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("unknown-model", "HTTP 404: The model `test-model` does not exist"),
+    ("not-sse", "did not stream"),
+    ("stall", "stalled: nothing for 0.6 s"),
+    ("truncated", "ended without a finish reason"),
+    ("malformed", "not JSON"),
+    ("huge-line", "line longer than 20,000 bytes"),
+    ("huge", "more than 200,000 bytes"),
+    ("too-many", "more than the 3 tokens asked for"),
+    ("no-logprobs", "without logprobs"),
+    ("error-mid-stream", "engine overloaded"),
+    ("trickle", "longer than 5 s"),
+])
+def test_a_hostile_server_gets_a_clear_message_and_nothing_hangs(hostile, kind, message):
+    start = time.monotonic()
+    with pytest.raises(ServedError, match=message.replace("(", r"\(").replace("`", ".")):
+        run(at(hostile, kind), max_new_tokens=3)
+    assert time.monotonic() - start < 8
+
+
+def test_an_unreachable_endpoint_is_said_at_once():
+    where = endpoint("http://127.0.0.1:9", "m")           # the discard port: nothing listens
+    with pytest.raises(ServedError, match="cannot reach"):
+        run(type(where)(**{**where.__dict__, "bounds": QUICK}))
+
+
+def test_endpoints_are_checked_and_come_only_from_the_host(monkeypatch):
+    for url in ("file:///etc/passwd", "ftp://x", "http://", "http://user:pw@host:1"):
+        with pytest.raises(InvalidRequest):
+            endpoint(url, "m")
+    with pytest.raises(InvalidRequest, match="unknown api"):
+        endpoint("http://h:1", "m", api="grpc")
+    monkeypatch.setenv("TBT_ENDPOINTS", json.dumps([{"name": "a", "url": "http://h:8000", "model": "m",
+                                                     "api": "chat", "key_env": "K"}]))
+    monkeypatch.setenv("K", "secret")
+    (only,) = endpoints_from_env()
+    assert only.name == "a" and only.api == "chat" and only.headers() == {"Authorization": "Bearer secret"}
+    monkeypatch.setenv("TBT_ENDPOINTS", "{oops")
+    with pytest.raises(InvalidRequest, match="TBT_ENDPOINTS"):
+        endpoints_from_env()
