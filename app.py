@@ -2,7 +2,8 @@
 
 Layout and event wiring only; the work happens in engine/ (model), viz/ (charts) and ui/ (glue).
     python app.py [--model ID] [--host H] [--port P] [--share]
-Hosts choose the models with TBT_MODELS (see README); visitors pick among those.
+Hosts choose the models with TBT_MODELS and served models with TBT_ENDPOINTS (see README); visitors
+pick among those.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from pathlib import Path
 
 import gradio as gr
 
+from engine import EngineError
 from engine.request import Limits
+from engine.served import endpoints_from_env
 from engine.trace import ModelInfo
 from ui import walkthrough
 from ui.actions import Actions
@@ -50,8 +53,8 @@ def caps_md(limits: Limits, lang: str) -> str:
         mb=f"{limits.max_upload_bytes / 1e6:.0f}", lab=f"{limits.lab_max_prompt_tokens:,}", seconds=limits.lab_seconds)
 
 
-def build(models: Models) -> gr.Blocks:
-    actions = Actions(models)
+def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
+    actions = Actions(models, endpoints)
     with gr.Blocks(title="Token by Token", delete_cache=(1800, 3600)) as demo:
         lang, present = gr.State("en"), gr.State(False)
         with gr.Column(elem_id="tbt-header"):
@@ -104,8 +107,12 @@ def main() -> None:
     parser.add_argument("--share", action="store_true", help="also serve through a public gradio.live link")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        endpoints = endpoints_from_env()          # the host's served models; a bad list stops the start
+    except EngineError as exc:
+        raise SystemExit(f"TBT_ENDPOINTS: {exc}") from None
     models = Models(allowed_from_env(args.model))
-    demo = build(models)
+    demo = build(models, endpoints)
     # Runs share the "engine" group's limit (TBT_CONCURRENCY) and the lab its own; everything else
     # (drawing a chart, reading a file) may serve a few visitors at once instead of one.
     demo.queue(max_size=64, default_concurrency_limit=4).launch(

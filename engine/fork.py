@@ -98,6 +98,8 @@ def stream_fork(engine, trace: Trace, at: int, token: int, parent: str = ROOT,
     plus the branch, last in `branches`)."""
     engine.ensure_device()
     start = now_ms(engine.device)
+    if trace.served is not None:
+        raise InvalidRequest("a served trace cannot be forked here: its KV cache lives on the server")
     if trace.model.id != engine.info.id or trace.model.vocab_size != engine.info.vocab_size:
         raise InvalidRequest(f"this trace was recorded with {trace.model.id}; load that model to fork it")
     if not trace.settings.use_cache:

@@ -40,6 +40,9 @@ class Hostile(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.bodies.append(body)
         kind = self.path.strip("/").split("/")[0]
+        if kind.startswith("fixture-"):              # a server's documented stream, as recorded in the file
+            self.send_fixture(FIXTURES / kind.removeprefix("fixture-"))
+            return
         if kind == "unknown-model":
             self.send_json(404, {"error": {"message": f"The model `{body['model']}` does not exist."}})
             return
@@ -75,6 +78,14 @@ class Hostile(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
+    def send_fixture(self, path: Path):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson" if path.suffix == ".ndjson" else "text/event-stream")
+        self.end_headers()
+        for line in path.read_bytes().splitlines(keepends=True):     # a line at a time, as a server flushes
+            self.wfile.write(line)
+            self.wfile.flush()
+
     def send_json(self, status, obj):
         data = json.dumps(obj).encode()
         self.send_response(status)
@@ -94,8 +105,8 @@ def hostile():
     server.shutdown()
 
 
-def run(where, prompt="The capital of France is", **settings):
-    events = stream_served(where, prompt, Settings(**{"max_new_tokens": 3, **settings}))
+def run(where, prompt="The capital of France is", local=None, **settings):
+    events = stream_served(where, prompt, Settings(**{"max_new_tokens": 3, **settings}), local=local)
     try:
         while True:
             next(events)
@@ -105,7 +116,7 @@ def run(where, prompt="The capital of France is", **settings):
 
 def at(server, kind: str, **kwargs):
     host, port = server.server_address
-    where = endpoint(f"http://{host}:{port}/{kind}", "test-model", token_ids=True, **kwargs)
+    where = endpoint(f"http://{host}:{port}/{kind}", "test-model", **{"token_ids": True, **kwargs})
     return type(where)(**{**where.__dict__, "bounds": QUICK})
 
 
@@ -166,3 +177,41 @@ def test_endpoints_are_checked_and_come_only_from_the_host(monkeypatch):
     monkeypatch.setenv("TBT_ENDPOINTS", "{oops")
     with pytest.raises(InvalidRequest, match="TBT_ENDPOINTS"):
         endpoints_from_env()
+
+
+# Each server's documented stream (tests/fixtures/served/NOTES.md has the sources): the ids, texts,
+# logprobs and the end as the parser must read them, through the same reader as a live server.
+FIXTURE_CASES = {
+    "vllm_completions.sse": ("completions", {"token_ids": True}, [12366, 374, 279, 6864, 13], " Paris is the capital.", "max_tokens"),
+    "llamacpp_completion.sse": ("llamacpp", {}, [12366, 374, 279, 6864, 13], " Paris is the capital.", "max_tokens"),
+    "sglang_generate.sse": ("sglang", {}, [12366, 374, 279, 6864, 13], " Paris is the capital.", "max_tokens"),
+    "tgi_generate_stream.sse": ("tgi", {}, [12366, 374, 279, 6864, 13], " Paris is the capital.", "max_tokens"),
+    "openai_chat_llamacpp.sse": ("chat", {}, [791, 6864, 315, 9822, 374, 12366, 13], "The capital of France is Paris.", "eos"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURE_CASES))
+def test_each_servers_documented_stream_becomes_the_same_trace(hostile, name):
+    api, options, ids, text, stop = FIXTURE_CASES[name]
+    where = at(hostile, f"fixture-{name}", **{"token_ids": False, **options, "api": api})
+    trace = run(where, max_new_tokens=len(ids))
+    assert [s.id for s in trace.steps] == ids and trace.output_text == text
+    assert trace.summary.stop_reason == stop and trace.served.api == api
+    for step in trace.steps:           # greedy fixtures: the chosen token tops its alternatives
+        assert step.candidates and step.chosen_rank == 0 and step.candidates[0].id == step.id
+        assert step.chosen_p_model == pytest.approx(step.candidates[0].p_model)
+        assert all(a.p_model >= b.p_model for a, b in zip(step.candidates, step.candidates[1:]))
+
+
+def test_a_stream_without_token_ids_needs_the_models_tokenizer(hostile, engine):
+    """vLLM's chat API and Ollama send token texts or bytes, no ids: without a local tokenizer the
+    trace cannot be made (said plainly); with one, its bytes map back to ids."""
+    for name, api in (("vllm_chat.sse", "chat"), ("ollama_generate.ndjson", "ollama")):
+        with pytest.raises(ServedError, match="gave no id for token 0"):
+            run(at(hostile, f"fixture-{name}", token_ids=False, api=api), max_new_tokens=8)
+    trace = run(at(hostile, "fixture-ollama_generate.ndjson", token_ids=False, api="ollama"), max_new_tokens=8,
+                local=engine)
+    assert trace.output_text == " Paris is the capital." and trace.summary.stop_reason == "max_tokens"
+    assert [s.id for s in trace.steps] == [engine.encode(t, templated=True)[0] for t in (" Paris", " is", " the", " capital", ".")]
+    body = hostile.bodies[-1]            # Ollama applies its own template: the visitor's prompt goes as it is
+    assert body["prompt"] == "The capital of France is" and body["logprobs"] is True

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import gradio as gr
 
-from engine import EngineError, Trace, stream_trace
+from engine import EMBEDDED, EngineError, Trace, stream_trace
 from engine.core import Engine
 from engine.embeddings import embedding_neighbors
+from engine.served import Endpoint, stream_served
 from engine.other_tokenizer import NAME as OTHER_NAME
 from engine.other_tokenizer import qwen_tokens
 from engine.sweep import LENGTHS, ttft_sweep
@@ -80,6 +82,8 @@ def status_md(trace: Trace, lang: str) -> str:
             parts.append(f"TPOT {s.tpot_ms:.1f} ms")
         parts.append(f"{s.tokens_per_s:.1f} {label('tokens_per_s', lang)}")
         parts.append(f"{label('stop_reason', lang)}: **{label('stop_' + s.stop_reason, lang)}**")
+    if trace.served:
+        parts.append(label("served_status", lang, endpoint=trace.served.endpoint))
     return " · ".join(parts)
 
 
@@ -96,8 +100,9 @@ def waiting_md(engine: Engine, lang: str) -> str | None:
 
 
 class Actions:
-    def __init__(self, models: Models):
+    def __init__(self, models: Models, endpoints: list[Endpoint] | None = None):
         self.models = models
+        self.endpoints = {e.name: e for e in endpoints or []}     # the host's served models (TBT_ENDPOINTS)
         self.flags = StopFlags()
         self.files = TraceFiles()
 
@@ -112,7 +117,7 @@ class Actions:
 
     # --- run ----------------------------------------------------------------------------------
     def check_run(self, prompt, max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
-                  chat_template, model_id, lang):
+                  chat_template, model_id, source, lang):
         """The run's validator: an empty or oversized prompt, or a bad setting, is said under the
         prompt box before anything runs, so no output (the previous answer) is painted as failed.
         Checks that need the model's tokenizer (the prompt's length in tokens) stay in the run."""
@@ -121,19 +126,25 @@ class Actions:
                                          logit_lens, chat_template), self.engine.limits)
             clean_prompt(prompt, self.engine.limits)
         except EngineError as exc:
-            return [gr.validate(False, str(exc)), *[gr.validate(True, "")] * 10]
-        return [gr.validate(True, "")] * 11
+            return [gr.validate(False, str(exc)), *[gr.validate(True, "")] * 11]
+        return [gr.validate(True, "")] * 12
 
     def run(self, prompt, max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
-            chat_template, model_id, lang, request: gr.Request):
-        """Stream one run: (trace state, output chips, status, prompt chips, stale-chapters banner)
-        after every event."""
+            chat_template, model_id, source, lang, request: gr.Request):
+        """Stream one run, on this page's model or on a served one (`source`, an endpoint's name):
+        (trace state, output chips, status, prompt chips, stale-chapters banner) after every event."""
         settings = make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
                                  chat_template)
-        engine = self.models.get(model_id)
+        endpoint = self.endpoint(source)
+        local = endpoint.tokenizer if endpoint is not None else ""
+        engine = self.models.get((EMBEDDED if local == "embedded" else local) or model_id)
         with self.flags.running(request) as flag:
             try:
-                events = stream_trace(engine, prompt, settings, cancel=flag, keep_cache=True)   # forks reuse it
+                if endpoint is not None:      # the server's model; ours only maps its tokens (if named)
+                    events = stream_served(endpoint, prompt, replace(settings, attention=False, logit_lens=False),
+                                           local=engine if endpoint.tokenizer else None, cancel=flag)
+                else:
+                    events = stream_trace(engine, prompt, settings, cancel=flag, keep_cache=True)   # forks reuse it
             except EngineError as exc:
                 raise gr.Error(str(exc)) from None
             shown = 0.0
@@ -145,14 +156,24 @@ class Actions:
                     shown = now
                     starting = event.kind == "tokens"   # the prompt is tokenized, no pass run yet
                     status = status_md(trace, lang)
-                    if starting:                         # the next step is the first forward pass: say if it waits
+                    if starting and endpoint is None:    # the next step is the first forward pass: say if it waits
                         status = waiting_md(engine, lang) or status
                     yield (trace if event.kind == "done" else gr.skip(), html.output_html(trace, lang=lang),
                            status, html.prompt_html(trace, lang=lang) if starting else gr.skip(),
                            # the chapters still show the previous run until this one ends and redraws them
                            gr.update(visible=True, value=text("chapters_previous", lang)) if starting else gr.skip())
+            except EngineError as exc:          # e.g. a server failed mid-stream: its sentence, not a trace
+                raise gr.Error(str(exc)) from None
             finally:
                 events.close()
+
+    def endpoint(self, source: str | None) -> Endpoint | None:
+        """The host's endpoint named `source` ("" or None: this page's model)."""
+        if not source:
+            return None
+        if source not in self.endpoints:
+            raise gr.Error(f"{source!r} is not one of the served models this page offers")
+        return self.endpoints[source]
 
     def stop(self, request: gr.Request):
         self.flags.stop_tab(request)

@@ -84,6 +84,10 @@ class Explore:
                 self.prompt = gr.Textbox(label=t("prompt"), lines=3, max_lines=12, elem_id="prompt",
                                          info=self.prompt_info("en"))
                 gr.Examples(examples=examples, inputs=self.prompt, label=t("examples"))
+                # the host's served models (TBT_ENDPOINTS), beside this page's own: a visitor picks, never types a URL
+                served = [(f"{e.name} ({e.model})", e.name) for e in actions.endpoints.values()]
+                self.source = gr.Dropdown([(info.id.split(":")[-1], ""), *served], value="", label=t("run_on"),
+                                          info=t("run_on_info"), visible=bool(served), elem_id="run-on")
                 with gr.Row():
                     self.run_btn = gr.Button(t("run"), variant="primary", elem_id="run")
                     self.stop_btn = gr.Button(t("stop"), variant="stop", elem_id="stop")
@@ -250,7 +254,8 @@ class Explore:
         settings_in = [self.max_new, self.temperature, self.top_k, self.top_p, self.seed, self.attention_on,
                        self.lens_on, self.template_on]
         run = gr.on([self.run_btn.click, self.prompt.submit], on_gpu(actions.run, for_tokens(1)),
-                    validator=actions.check_run, inputs=[self.prompt, *settings_in, self.model_id, self.lang],
+                    validator=actions.check_run, inputs=[self.prompt, *settings_in, self.model_id, self.source,
+                                                         self.lang],
                     outputs=[self.trace, self.output, self.status, self.prompt_chips, self.stale], **ENGINE, **PRIVATE)
         run.then(lambda tr: (tr, ROOT), self.trace, [self.tree_state, self.branch], **PRIVATE).then(
             self.render_all, self.render_inputs, self.views, **PRIVATE)

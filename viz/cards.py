@@ -44,6 +44,8 @@ def step_html(trace: Trace, step: int, lang: str = "en") -> str:
     phase = label("phase_thinking" if s.phase == "thinking" else "phase_answer", lang)
     if s.forced:
         phase += " · " + label("phase_forced", lang)
+    if trace.served:
+        return _served_step(trace, s, phase, lang)
     rows = [
         (label("chosen", lang), _token(s.token, s.id, lang)),
         (label("phase", lang), esc(phase)),
@@ -61,6 +63,24 @@ def step_html(trace: Trace, step: int, lang: str = "en") -> str:
     return (f'<div class="tbt tbt-step-card"><div class="tbt-card-title">'
             f'{esc(label("step_title", lang, step=s.index))}</div>{_facts(rows)}'
             f'<div class="tbt-legend">{esc(label("step_note", lang, n=f"{trace.model.vocab_size:,}"))}</div></div>')
+
+
+def _served_step(trace: Trace, s, phase: str, lang: str) -> str:
+    """A step as the server reported it: the token, its logprob, its rank among the alternatives the
+    server listed; times are the gaps between chunks seen here. No pass, cache or watching cost."""
+    rows = [
+        (label("chosen", lang), _token(s.token, s.id, lang)),
+        (label("phase", lang), esc(phase)),
+        (label("rank_served", lang, k=len(s.candidates)), f"{s.chosen_rank + 1}" if s.chosen_rank < len(s.candidates)
+         else esc(label("rank_beyond", lang, k=len(s.candidates)))),
+        (label("p_served", lang), esc(fmt_p(s.chosen_p_model))),
+        (label("entropy_served", lang, k=len(s.candidates)), esc(fmt_nats(s.entropy_model, lang))),
+        (label("gap_ms", lang), esc(fmt_ms(s.ms))),
+        (label("kv_tokens", lang), f"{s.kv_tokens:,}"),
+    ]
+    return (f'<div class="tbt tbt-step-card"><div class="tbt-card-title">'
+            f'{esc(label("step_title", lang, step=s.index))}</div>{_facts(rows)}'
+            f'<div class="tbt-legend">{esc(label("step_note_served", lang, server=trace.served.endpoint))}</div></div>')
 
 
 def _card(name: str, value: str, definition: str, note: str = "") -> str:
@@ -86,6 +106,8 @@ def speed_html(trace: Trace, lang: str = "en", compact: bool = False) -> str:
 
     While the run is going (summary None) TTFT and TPOT are computed from the steps so far.
     """
+    if trace.served:
+        return served_speed_html(trace, lang, compact)
     summary, steps, prefill = trace.summary, trace.steps, trace.prefill
     running = summary is None
     ttft = summary.ttft_ms if summary else (steps[0].t_ms if steps else None)
@@ -122,3 +144,31 @@ def speed_html(trace: Trace, lang: str = "en", compact: bool = False) -> str:
     return (f'<div class="tbt tbt-speed"><div class="tbt-cards{" tbt-cards-row" if compact else ""}">'
             f'{"".join(cards)}</div>'
             f'<div class="tbt-legend">{esc(foot)}</div></div>')
+
+
+def served_speed_html(trace: Trace, lang: str = "en", compact: bool = False) -> str:
+    """A served run's times as its client saw them, with vLLM's serving-benchmark definitions:
+    TTFT, TPOT, ITL (median and p95 of the gaps between chunks) and E2EL."""
+    summary, steps, served = trace.summary, trace.steps, trace.served
+    running = summary is None
+    ttft = summary.ttft_ms if summary else (steps[0].t_ms if steps else None)
+    gaps = sorted(served.itl_ms) or sorted(s.ms for s in steps[1:] if s.ms > 0)
+    p50 = gaps[len(gaps) // 2] if gaps else None
+    p95 = gaps[min(len(gaps) - 1, int(0.95 * len(gaps)))] if gaps else None
+    cards = [
+        _card(label("ttft", lang), fmt_ms(ttft), label("def_ttft_served", lang)),
+        _card(label("tpot", lang), fmt_ms(summary.tpot_ms if summary else None), label("def_tpot", lang),
+              "" if summary and summary.tpot_ms is not None else label("so_far", lang) if running else ""),
+        _card(label("e2el", lang), fmt_ms(summary.e2e_ms) if summary else label("running", lang),
+              label("def_e2el", lang)),
+        _card(label("tokens_per_s", lang), fmt_rate(summary.tokens_per_s if summary else None, lang),
+              label("def_rate", lang)),
+        _card(label("itl", lang), f"{fmt_ms(p50)} · p95 {fmt_ms(p95)}", label("def_itl", lang)),
+    ]
+    if compact:
+        cards = cards[:4]
+    foot = label("served_by", lang, endpoint=served.endpoint, api=served.api, model=served.model, chunks=served.chunks)
+    if summary:
+        foot += " · " + label("new_tokens", lang, n=summary.new_tokens) + " · " + stop_text(summary.stop_reason, lang)
+    return (f'<div class="tbt tbt-speed"><div class="tbt-cards{" tbt-cards-row" if compact else ""}">'
+            f'{"".join(cards)}</div><div class="tbt-legend">{esc(foot)}</div></div>')

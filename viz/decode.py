@@ -17,6 +17,8 @@ LENS_SAME, LENS_OTHER = "#f5b97f", "#c9d8f5"  # light tints so the guess text st
 
 def _how(trace: Trace, lang: str) -> str:
     s = trace.settings
+    if trace.served:
+        return label("how_served", lang, server=trace.served.endpoint)
     if s.temperature <= 0:
         return label("how_greedy", lang)
     return label("how_sampling", lang, t=s.temperature, k=s.top_k or label("surv_off", lang),
@@ -31,22 +33,26 @@ def candidates_chart(trace: Trace, step: int, lang: str = "en", top: int | None 
         frame = frame[(frame["rank"] < top) | frame["chosen"]]
     s = trace.steps[step]
     before, after = label("p_model_series", lang), label("p_final_series", lang)
-    # one row per (candidate, distribution), so the two bars of a candidate sit side by side
-    long = pd.concat([frame.assign(which=before, p=frame["p_model"]),
-                      frame.assign(which=after, p=frame["p_final"])], ignore_index=True)
-    subtitle = [label("candidates_sub", lang, how=_how(trace, lang))]
+    # one row per (candidate, distribution), so the two bars of a candidate sit side by side; a
+    # server reports one distribution only
+    served = trace.served is not None
+    if served:
+        before = after = label("p_served_series", lang)
+    long = pd.concat([frame.assign(which=before, p=frame["p_model"])] +
+                     ([] if served else [frame.assign(which=after, p=frame["p_final"])]), ignore_index=True)
+    subtitle = [label("candidates_sub_served" if served else "candidates_sub", lang, how=_how(trace, lang))]
     if len(frame) > len(s.candidates) or frame["rank"].max() >= (top or len(s.candidates)):
         subtitle.append(label("candidates_outside", lang, n=min(top or len(s.candidates), len(s.candidates))))
     order = frame["label"].tolist()
-    title = label("candidates_title", lang, step=step, token=f"“{visible(s.token)}”",
-                  rank=s.chosen_rank + 1)
+    title = label("candidates_title_served" if served else "candidates_title", lang, step=step,
+                  token=f"“{visible(s.token)}”", rank=s.chosen_rank + 1)
     base = alt.Chart(long).encode(
         y=alt.Y("label:N", sort=order, title=label("candidate", lang),
                 axis=alt.Axis(labelFont=MONO, labelFontSize=13)),
         yOffset=alt.YOffset("which:N", sort=[before, after]),
         x=alt.X("p:Q", title=label("probability", lang), axis=alt.Axis(format="%")),
         color=alt.Color("which:N", title=label("distribution", lang),
-                        scale=alt.Scale(domain=[before, after], range=[BLUE, ORANGE]),
+                        scale=alt.Scale(domain=[before] if served else [before, after], range=[BLUE, ORANGE]),
                         legend=alt.Legend(orient="top")),
         tooltip=[alt.Tooltip("text:N", title=label("token", lang)),
                  alt.Tooltip("id:Q", title=label("token_id", lang)),
@@ -59,8 +65,8 @@ def candidates_chart(trace: Trace, step: int, lang: str = "en", top: int | None 
         strokeWidth=alt.condition("datum.chosen", alt.value(1.5), alt.value(0)))
     # "15.4% → 37.5%" after each candidate's longer bar
     values = frame.assign(p=frame[["p_model", "p_final"]].max(axis=1),
-                          value=[f"{fmt_p(a)} → {fmt_p(b)}" for a, b in zip(frame["p_model"],
-                                                                           frame["p_final"])])
+                          value=[fmt_p(a) if served else f"{fmt_p(a)} → {fmt_p(b)}"
+                                 for a, b in zip(frame["p_model"], frame["p_final"])])
     text = alt.Chart(values).mark_text(align="left", dx=5, fontSize=13, color=INK).encode(
         y=alt.Y("label:N", sort=order), x="p:Q", text="value:N")
     return alt.layer(bars, text, title=alt.Title(title, subtitle=subtitle)).properties(

@@ -34,7 +34,7 @@ def check_index(what: str, value: int, count: int, lang: str) -> None:
 
 def attention_of(trace: Trace, lang: str) -> Attention:
     if trace.attention is None:
-        raise ValueError(label("err_no_attention", lang))
+        raise ValueError(label("err_served_internals" if trace.served else "err_no_attention", lang))
     return trace.attention
 
 
@@ -153,7 +153,7 @@ def candidates_frame(trace: Trace, step: int, lang: str) -> pd.DataFrame:
 def lens_frame(trace: Trace, step: int, lang: str) -> pd.DataFrame:
     s = step_of(trace, step, lang)
     if s.lens is None:
-        raise ValueError(label("err_no_lens", lang))
+        raise ValueError(label("err_served_internals" if trace.served else "err_no_lens", lang))
     return pd.DataFrame({
         "layer": [g.layer for g in s.lens],
         "guess": [short(visible(g.text), 18) for g in s.lens],

@@ -25,6 +25,8 @@ def kv_growth_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
     steps = frames.steps_frame(trace)
     if steps.empty:
         raise ValueError(label("err_no_steps", lang))
+    if trace.served and not trace.model.layers:
+        raise ValueError(label("err_served_kv_unknown", lang))
     per_token = frames.kv_bytes_per_token(trace)
     unit, divisor = bytes_unit(max(steps["kv_bytes"].max(), per_token * steps["kv_tokens"].max()))
     measured, formula = label("measured", lang), label("formula", lang)
@@ -34,9 +36,10 @@ def kv_growth_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
     line = pd.DataFrame({"kv_tokens": ends, "value": [t * per_token / divisor for t in ends],
                          "source": formula})
     m = trace.model
-    title = alt.Title(label("kv_title", lang), subtitle=[label(
+    title = alt.Title(label("kv_title_served" if trace.served else "kv_title", lang), subtitle=[label(
         "kv_sub", lang, layers=m.layers, kv_heads=m.kv_heads, head_dim=m.head_dim,
-        bpv=frames.bytes_per_value(m.dtype), per_token=fmt_bytes(per_token))])
+        bpv=frames.bytes_per_value(m.dtype), per_token=fmt_bytes(per_token))] + (
+        [label("kv_sub_served", lang, dtype=m.dtype)] if trace.served else []))
     x = alt.X("kv_tokens:Q", title=label("kv_tokens_axis", lang))
     y = alt.Y("value:Q", title=label("kv_bytes_axis", lang, unit=unit))
     color = alt.Color("source:N", title=label("source", lang), legend=alt.Legend(orient="top"),
@@ -49,7 +52,8 @@ def kv_growth_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
                  alt.Tooltip("token:N", title=label("token", lang)),
                  alt.Tooltip("kv_tokens:Q", title=label("kv_tokens", lang)),
                  alt.Tooltip("size:N", title=measured)])
-    return alt.layer(formula_line, measured_points, title=title).properties(width=560, height=300)
+    layers = [formula_line] if trace.served else [formula_line, measured_points]    # a server's cache is not read
+    return alt.layer(*layers, title=title).properties(width=560, height=300)
 
 
 def _model_name(row: dict, lang: str) -> str:

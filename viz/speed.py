@@ -13,9 +13,10 @@ from .labels import label
 from .theme import BLUE, GREY, INK, ORANGE, PURPLE
 
 
-def _phase_scale(lang: str, thinking: bool = True) -> tuple[list[str], alt.Scale]:
-    """Colours of the phases; "thinking" only in the legend of a run that thought."""
-    names = [label("lane_prefill", lang), label("phase_answer", lang), label("phase_thinking", lang)]
+def _phase_scale(lang: str, thinking: bool = True, first: str | None = None) -> tuple[list[str], alt.Scale]:
+    """Colours of the phases; "thinking" only in the legend of a run that thought. `first` names the
+    wait before the first token (a served run's differs)."""
+    names = [first or label("lane_prefill", lang), label("phase_answer", lang), label("phase_thinking", lang)]
     colours = [GREY, BLUE, PURPLE]
     if not thinking:
         names, colours = names[:2], colours[:2]
@@ -38,7 +39,8 @@ def timeline_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
     if steps.empty:
         raise ValueError(label("err_no_steps", lang))
     ttft = float(steps["t_ms"].iloc[0])
-    prefill_lane, tokens_lane = label("lane_prefill", lang), label("lane_tokens", lang)
+    prefill_lane = label("lane_first_chunk" if trace.served else "lane_prefill", lang)
+    tokens_lane = label("lane_tokens", lang)
     prefill = trace.prefill
     detail = (f"{label('tokenize_ms', lang)} {fmt_ms(prefill.tokenize_ms)} · "
               f"{label('forward_ms', lang)} {fmt_ms(prefill.ms)}") if prefill else ""
@@ -49,7 +51,7 @@ def timeline_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
         steps.assign(lane=tokens_lane, phase=_phase_names(steps, lang), step=steps["step"].astype(str),
                      detail=[f"{label('forward_ms', lang)} {fmt_ms(f)}" for f in steps["forward_ms"]]),
     ], ignore_index=True)[["lane", "start_ms", "t_ms", "ms", "step", "token", "detail", "phase"]]
-    names, scale = _phase_scale(lang, _thought(trace))
+    names, scale = _phase_scale(lang, _thought(trace), first=prefill_lane)
     x = alt.X("start_ms:Q", title=label("ms_axis", lang), scale=alt.Scale(nice=False),
               axis=alt.Axis(format="d", labelOverlap="greedy", labelSeparation=8))
     gantt = alt.Chart(bars).mark_bar(stroke="white", strokeWidth=1, height={"band": 0.7}).encode(
@@ -68,7 +70,7 @@ def timeline_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
                                      fontSize=13, fontWeight="bold").encode(
         x="t_ms:Q", y=alt.value(0), text="text:N")
     return alt.layer(gantt, rule, text, title=alt.Title(
-        label("timeline_title", lang), subtitle=[label("timeline_sub", lang)],
+        label("timeline_title", lang), subtitle=[label("timeline_sub_served" if trace.served else "timeline_sub", lang)],
     )).properties(width=720, height=140)
 
 
@@ -95,9 +97,10 @@ def step_times_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
         tooltip=tooltip)
     dots = alt.Chart(steps).mark_tick(color=INK, thickness=2).encode(
         x=x, y="forward_ms:Q", tooltip=tooltip)
-    return alt.layer(bars, dots, title=alt.Title(
-        label("step_times_title", lang),
-        subtitle=[label("step_times_sub", lang), label("forward_tick", lang)],
+    subtitle = ([label("step_times_sub_served", lang)] if trace.served else
+                [label("step_times_sub", lang), label("forward_tick", lang)])
+    return alt.layer(*([bars] if trace.served else [bars, dots]), title=alt.Title(
+        label("step_times_title", lang), subtitle=subtitle,
     )).properties(width=alt.Step(18) if len(steps) > 30 else 600, height=260)
 
 

@@ -28,7 +28,7 @@ from typing import Generator
 from ..generate import Event as RunEvent
 from ..tokens import TextStream, printable, prompt_tokens
 from ..trace import Candidate, ModelInfo, Prompt, Served, Settings, Step, Summary, Trace
-from .dialects import DIALECTS, Piece, decode
+from .dialects import Piece, decode, dialect_for
 from .endpoints import Endpoint
 from .sse import Bounds, ServedError, events
 
@@ -61,10 +61,10 @@ def _info(endpoint: Endpoint, local, vocab: int) -> ModelInfo:
                      hidden_size=0, vocab_size=max(vocab, 1), context_length=0, parameters=0, parameter_bytes=0)
 
 
-def _prompt(endpoint: Endpoint, prompt: str, settings: Settings, local) -> tuple[Prompt, str]:
-    """The prompt record, and the text to send: a completions endpoint gets the chat template
-    applied here (with the local tokenizer's template), a chat endpoint applies its own."""
-    chat = endpoint.api == "chat"
+def _prompt(dialect, prompt: str, settings: Settings, local) -> tuple[Prompt, str]:
+    """The prompt record, and the text to send: a completions-style endpoint gets the chat template
+    applied here (with the local tokenizer's template), a chat-style one applies its own."""
+    chat = dialect.templates
     if local is None:
         return Prompt(raw=prompt, templated=prompt, tokens=[], raw_token_count=0), prompt
     templated = local.apply_template(prompt, settings)
@@ -80,9 +80,9 @@ def stream_served(endpoint: Endpoint, prompt: str, settings: Settings | None = N
     settings = settings or Settings()
     if not isinstance(prompt, str) or not prompt.strip():
         raise ServedError("the prompt is empty")
-    dialect = DIALECTS[endpoint.api]() if endpoint.api != "completions" else DIALECTS["completions"](endpoint.token_ids)
-    top = min(max(settings.top_candidates, 1), endpoint.max_top)
-    record, sent = _prompt(endpoint, prompt, settings, local)
+    dialect = dialect_for(endpoint.api, endpoint.token_ids)
+    top = min(max(settings.top_candidates, 1), endpoint.max_top, getattr(dialect, "most", 20))
+    record, sent = _prompt(dialect, prompt, settings, local)
     body = {**dialect.body(endpoint.model, sent, settings.max_new_tokens, settings.temperature, top, settings.seed),
             **dict(endpoint.extra)}
     ids = IdMap(local) if local is not None else None
@@ -167,6 +167,7 @@ def _summary(trace: Trace, arrivals: list[float], finish: str) -> Summary:
     ttft = arrivals[0] if arrivals else None
     e2el = arrivals[-1] if arrivals else 0.0
     reason = {"stop": "eos", "eos_token": "eos", "length": "max_tokens", "cancelled": "cancelled"}.get(finish, "stop")
+    # (a stop sequence, where the server names one, reads as "stop")
     return Summary(ttft_ms=ttft, tpot_ms=(e2el - ttft) / (n - 1) if ttft is not None and n > 1 else None, e2e_ms=e2el,
                    tokens_per_s=n / e2el * 1000 if e2el > 0 else 0.0, new_tokens=n, stop_reason=reason,
                    kv_bytes_final=0, answer_tokens=n, wall_ms=e2el)

@@ -11,6 +11,18 @@ server (tests/fixtures/served/NOTES.md has the sources):
 - `chat`: OpenAI `/v1/chat/completions` with `logprobs: true, top_logprobs: k` (vLLM, SGLang, TGI,
   llama.cpp, Ollama's OpenAI layer): `choices[0].logprobs.content[]` with `token`, `logprob`,
   `bytes`, `top_logprobs[]`.
+- `llamacpp`: llama.cpp's own `/completion` with `n_probs`: `completion_probabilities[]` with `id`,
+  `token`, raw `bytes`, `logprob`, `top_logprobs[]`; the last event says `stop: true`.
+- `sglang`: SGLang's `/generate` with `return_logprob`: `meta_info.output_token_logprobs` as
+  [logprob, id, text] triples, cumulative from the start unless the server streams increments.
+- `tgi`: TGI's `/generate_stream` with `top_n_tokens`: one `token` {id, text, logprob} per event; the
+  last event carries `generated_text` and `details.finish_reason`.
+- `ollama`: Ollama's `/api/generate` with `logprobs` (NDJSON, no token ids): `logprobs[]` like the chat
+  API's; the last line says `done: true`.
+
+Each dialect object serves one request (SGLang's parser remembers how many tokens it has seen).
+A dialect whose server applies the chat template itself (`templates`) gets the visitor's prompt;
+the others get the prompt with the template applied here.
 """
 
 from __future__ import annotations
@@ -86,7 +98,7 @@ def _choice(obj) -> dict | None:
 
 
 class Completions:
-    name, path, sse = "completions", "/v1/completions", True
+    name, path, sse, templates = "completions", "/v1/completions", True, False
 
     def __init__(self, token_ids: bool = False):
         self.token_ids = token_ids          # vLLM: ask for "token_id:N" tokens
@@ -119,8 +131,14 @@ class Completions:
         return Event(pieces, text=str(choice.get("text") or ""), finish=choice.get("finish_reason"), usage=usage)
 
 
+def _chat_alt(a: dict, where: str) -> Alt:
+    text, aid = _token_id(str(a.get("token", "")))
+    return Alt(text, a["id"] if isinstance(a.get("id"), int) else aid, _logprob(a.get("logprob"), where),
+               _bytes(a.get("bytes")))
+
+
 class Chat:
-    name, path, sse = "chat", "/v1/chat/completions", True
+    name, path, sse, templates = "chat", "/v1/chat/completions", True, True
 
     def body(self, model: str, prompt: str, max_tokens: int, temperature: float, top: int, seed: int) -> dict:
         return {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
@@ -138,15 +156,138 @@ class Chat:
             if not isinstance(entry, dict):
                 raise ServedError(f"the server sent a logprobs entry that is not an object: {str(entry)[:80]}")
             text, tid = _token_id(str(entry.get("token", "")))
-            alts = [Alt(*_token_id(str(a.get("token", ""))), _logprob(a.get("logprob"), f"token {i}"), _bytes(a.get("bytes")))
-                    for a in entry.get("top_logprobs") or [] if isinstance(a, dict)]
+            alts = [_chat_alt(a, f"token {i}") for a in entry.get("top_logprobs") or [] if isinstance(a, dict)]
             alts.sort(key=lambda a: -a.logprob)
+            if tid is None and isinstance(entry.get("id"), int):      # llama.cpp's chat API gives ids
+                tid = entry["id"]
             pieces.append(Piece(text, tid, _logprob(entry.get("logprob"), f"token {i}"), alts, _bytes(entry.get("bytes"))))
         delta = choice.get("delta") or {}
         return Event(pieces, text=str(delta.get("content") or ""), finish=choice.get("finish_reason"), usage=usage)
 
 
-DIALECTS = {"completions": Completions, "chat": Chat}
+def _alts(entries, where: str, id_key: str = "id", text_key: str = "token") -> list[Alt]:
+    alts = [Alt(str(a.get(text_key) or ""), a.get(id_key) if isinstance(a.get(id_key), int) else None,
+                _logprob(a.get("logprob"), where), _bytes(a.get("bytes")))
+            for a in entries or [] if isinstance(a, dict)]
+    return sorted(alts, key=lambda a: -a.logprob)
+
+
+class LlamaCpp:
+    name, path, sse, templates = "llamacpp", "/completion", True, False
+
+    def body(self, model: str, prompt: str, max_tokens: int, temperature: float, top: int, seed: int) -> dict:
+        return {"prompt": prompt, "n_predict": max_tokens, "temperature": temperature, "stream": True,
+                "n_probs": top, "post_sampling_probs": False, "seed": seed}
+
+    def parse(self, obj) -> Event:
+        if not isinstance(obj, dict):
+            raise ServedError(f"the server sent an event that is not a JSON object: {str(obj)[:120]}")
+        _error(obj)
+        pieces = []
+        for i, entry in enumerate(obj.get("completion_probabilities") or []):
+            if not isinstance(entry, dict) or not isinstance(entry.get("id"), int):
+                raise ServedError("llama.cpp sent a token without an id (an old server? it needs logprob fields)")
+            pieces.append(Piece(str(entry.get("token") or ""), entry["id"], _logprob(entry.get("logprob"), f"token {i}"),
+                                _alts(entry.get("top_logprobs"), f"token {i}"), _bytes(entry.get("bytes"))))
+        finish = None
+        if obj.get("stop"):
+            finish = {"limit": "length", "eos": "stop", "word": "stop"}.get(obj.get("stop_type"), "stop")
+        return Event(pieces, text=str(obj.get("content") or ""), finish=finish)
+
+
+class SGLang:
+    name, path, sse, templates = "sglang", "/generate", True, False
+
+    def __init__(self):
+        self.seen, self.text = 0, ""
+
+    def body(self, model: str, prompt: str, max_tokens: int, temperature: float, top: int, seed: int) -> dict:
+        return {"text": prompt, "sampling_params": {"temperature": temperature, "max_new_tokens": max_tokens},
+                "stream": True, "return_logprob": True, "top_logprobs_num": top, "return_text_in_logprobs": True}
+
+    def parse(self, obj) -> Event:
+        if not isinstance(obj, dict):
+            raise ServedError(f"the server sent an event that is not a JSON object: {str(obj)[:120]}")
+        _error(obj)
+        meta = obj.get("meta_info") or {}
+        chosen, tops = meta.get("output_token_logprobs") or [], meta.get("output_top_logprobs") or []
+        total = meta.get("output_token_logprobs_length", len(chosen))
+        cumulative = len(chosen) == total and total >= self.seen       # else the server streams increments
+        start = self.seen if cumulative else 0
+        if cumulative and len(chosen) < self.seen:
+            raise ServedError("SGLang's token list shrank between two chunks")
+        pieces = []
+        for i in range(start, len(chosen)):
+            triple = chosen[i]
+            if not (isinstance(triple, list) and len(triple) == 3 and isinstance(triple[1], int)):
+                raise ServedError(f"SGLang sent a token entry that is not [logprob, id, text]: {str(triple)[:80]}")
+            alts = [Alt(str(t[2] or ""), t[1], _logprob(t[0], f"token {i}")) for t in (tops[i] if i < len(tops) else None) or []
+                    if isinstance(t, list) and len(t) == 3 and isinstance(t[1], int)]
+            pieces.append(Piece(str(triple[2] or ""), triple[1], _logprob(triple[0], f"token {i}"),
+                                sorted(alts, key=lambda a: -a.logprob)))
+        self.seen = total if cumulative else self.seen + len(chosen)
+        text = str(obj.get("text") or "")
+        new_text = text[len(self.text):] if cumulative and text.startswith(self.text) else text
+        self.text = text if cumulative else self.text + text
+        reason = meta.get("finish_reason")
+        finish = reason.get("type", "stop") if isinstance(reason, dict) else reason
+        return Event(pieces, text=new_text, finish=finish)
+
+
+class TGI:
+    name, path, sse, templates = "tgi", "/generate_stream", True, False
+    most = 5                       # TGI refuses more than its --max-top-n-tokens (5 unless raised)
+
+    def body(self, model: str, prompt: str, max_tokens: int, temperature: float, top: int, seed: int) -> dict:
+        params = {"max_new_tokens": max_tokens, "do_sample": temperature > 0, "details": True,
+                  "top_n_tokens": min(top, self.most), "seed": seed}
+        if temperature > 0:
+            params["temperature"] = temperature
+        return {"inputs": prompt, "parameters": params}
+
+    def parse(self, obj) -> Event:
+        if not isinstance(obj, dict):
+            raise ServedError(f"the server sent an event that is not a JSON object: {str(obj)[:120]}")
+        _error(obj)
+        token = obj.get("token")
+        if not isinstance(token, dict) or not isinstance(token.get("id"), int):
+            raise ServedError("TGI sent an event without a token")
+        piece = Piece(str(token.get("text") or ""), token["id"], _logprob(token.get("logprob"), "token"),
+                      _alts(obj.get("top_tokens"), "token", text_key="text"))
+        finish = None
+        if obj.get("generated_text") is not None:
+            finish = str((obj.get("details") or {}).get("finish_reason") or "stop")
+        return Event([piece], text=piece.text, finish=finish)
+
+
+class Ollama:
+    name, path, sse, templates = "ollama", "/api/generate", False, True
+
+    def body(self, model: str, prompt: str, max_tokens: int, temperature: float, top: int, seed: int) -> dict:
+        return {"model": model, "prompt": prompt, "stream": True, "logprobs": True, "top_logprobs": top,
+                "options": {"temperature": temperature, "num_predict": max_tokens, "seed": seed}}
+
+    def parse(self, obj) -> Event:
+        if not isinstance(obj, dict):
+            raise ServedError(f"the server sent a line that is not a JSON object: {str(obj)[:120]}")
+        _error(obj)
+        pieces = []
+        for i, entry in enumerate(obj.get("logprobs") or []):
+            if not isinstance(entry, dict):
+                raise ServedError("Ollama sent a logprobs entry that is not an object")
+            pieces.append(Piece(str(entry.get("token") or ""), None, _logprob(entry.get("logprob"), f"token {i}"),
+                                _alts(entry.get("top_logprobs"), f"token {i}"), _bytes(entry.get("bytes"))))
+        finish = str(obj.get("done_reason") or "stop") if obj.get("done") else None
+        return Event(pieces, text=str(obj.get("response") or ""), finish=finish)
+
+
+DIALECTS = {"completions": Completions, "chat": Chat, "llamacpp": LlamaCpp, "sglang": SGLang, "tgi": TGI,
+            "ollama": Ollama}
+
+
+def dialect_for(api: str, token_ids: bool = False):
+    """A fresh parser for one request."""
+    return Completions(token_ids) if api == "completions" else DIALECTS[api]()
 
 
 def decode(payload: str):

@@ -6,7 +6,9 @@
 engine/served/dialects.DIALECTS; `token_ids` asks vLLM for "token_id:N" tokens; `key_env` names an
 environment variable holding a bearer token, so that no secret sits in the list or in a trace;
 `extra` goes into every request body as it is (a server's own sampling defaults: llama-cpp-python's
-server applies repeat_penalty 1.1 unless told 1.0, so its "temperature 0" is not plain greedy).
+server applies repeat_penalty 1.1 unless told 1.0, so its "temperature 0" is not plain greedy);
+`tokenizer` names a model of TBT_MODELS ("embedded" for the built-in one) that is the served model,
+for servers that send token texts without ids.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class Endpoint:
     key_env: str = ""
     max_top: int = 20                 # top alternatives to ask for (OpenAI caps top_logprobs at 20)
     extra: tuple = ()                 # (key, value) pairs added to every request body
+    tokenizer: str = ""               # a model of the host's allow-list that is this served model (its tokenizer
+                                      # maps token texts to ids; its config describes the model)
     bounds: Bounds = field(default_factory=Bounds)
 
     @property
@@ -69,7 +73,7 @@ def endpoints_from_env() -> list[Endpoint]:
         if not isinstance(entries, list):
             raise ValueError("not a list")
         return [endpoint(**{k: v for k, v in e.items() if k in ("name", "url", "model", "api", "token_ids",
-                                                                 "key_env", "max_top", "extra")})
+                                                                 "key_env", "max_top", "extra", "tokenizer")})
                 for e in entries]
     except (ValueError, TypeError, AttributeError) as exc:
         raise InvalidRequest(f"TBT_ENDPOINTS is not a JSON list of endpoints: {exc}") from None
