@@ -1,5 +1,6 @@
 """Shared fixtures: the real embedded model, loaded once per test session."""
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -35,9 +36,17 @@ def _free_port() -> int:
 SERVER: dict = {}     # the live app's process id, for tests that watch its memory
 
 
+def served_endpoint(url: str) -> dict:
+    """The llama.cpp server as the app's host lists it: the embedded model's tokenizer maps its
+    token texts to ids; repeat_penalty 1.0 makes its temperature 0 plain greedy."""
+    return {"name": "llama.cpp", "url": url, "model": "smollm2", "api": "completions", "tokenizer": "embedded",
+            "extra": {"repeat_penalty": 1.0}}
+
+
 @pytest.fixture(scope="session")
-def app_url():
-    """The real app (`python app.py`) on a free local port, for gradio_client and the browser."""
+def app_url(llama_server):
+    """The real app (`python app.py`) on a free local port, for gradio_client and the browser; it
+    offers llama-cpp-python's server (below) as a served model, as a host would with TBT_ENDPOINTS."""
     import subprocess
     import time
     import urllib.request
@@ -45,7 +54,8 @@ def app_url():
     OUTPUT.mkdir(exist_ok=True)
     log = open(OUTPUT / "app-server.log", "w")
     proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, stdout=log,
-                            stderr=subprocess.STDOUT, env={**os.environ, "TBT_CONCURRENCY": "4"})
+                            stderr=subprocess.STDOUT, env={**os.environ, "TBT_CONCURRENCY": "4",
+                                                             "TBT_ENDPOINTS": json.dumps([served_endpoint(llama_server)])})
     url = f"http://127.0.0.1:{port}/"
     SERVER["pid"] = proc.pid
     deadline = time.time() + 240

@@ -215,3 +215,32 @@ def test_a_stream_without_token_ids_needs_the_models_tokenizer(hostile, engine):
     assert [s.id for s in trace.steps] == [engine.encode(t, templated=True)[0] for t in (" Paris", " is", " the", " capital", ".")]
     body = hostile.bodies[-1]            # Ollama applies its own template: the visitor's prompt goes as it is
     assert body["prompt"] == "The capital of France is" and body["logprobs"] is True
+
+
+def test_the_chapters_say_what_a_server_hides(hostile):
+    """Attention, the lens and the cache stay on the server: the views say so instead of drawing
+    zeros; the server's probabilities are one distribution; the speed cards are the client's."""
+    from viz import cards, decode, kv, speed
+    from viz.attention import heatmap
+    trace = run(at(hostile, "good"), max_new_tokens=3)
+    for draw in (lambda: heatmap(trace, 0, None, lang="en"), lambda: decode.lens_chart(trace, 0, lang="en")):
+        with pytest.raises(ValueError, match="does not expose attention"):
+            draw()
+    with pytest.raises(ValueError, match="does not expose its KV cache"):      # no config known: no formula
+        kv.kv_growth_chart(trace, lang="en")
+    chart = decode.candidates_chart(trace, 0, lang="en").to_dict()
+    assert chart["layer"][0]["encoding"]["color"]["scale"]["domain"] == ["the server's probability"]
+    html = cards.speed_html(trace, lang="en")
+    assert "inter-token latency (ITL)" in html and "watching cost" not in html and "client-side" in html
+    facts = cards.step_html(trace, 1, lang="en")
+    assert "rank among the server&#x27;s top 2" in facts and "<th>forward pass" not in facts
+    timeline = speed.timeline_chart(trace, lang="zh").to_dict()
+    assert "请求 → 第一块数据" in json.dumps(timeline, ensure_ascii=False)
+
+
+def test_a_served_trace_with_the_models_config_draws_the_kv_formula_only(hostile, engine):
+    from viz import kv
+    trace = run(at(hostile, "fixture-ollama_generate.ndjson", token_ids=False, api="ollama"), max_new_tokens=8,
+                local=engine)
+    chart = kv.kv_growth_chart(trace, lang="en").to_dict()
+    assert len(chart["layer"]) == 1 and "projection" in chart["title"]["text"]      # no measured points
