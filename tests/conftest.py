@@ -53,9 +53,9 @@ def app_url(llama_server):
     port = _free_port()
     OUTPUT.mkdir(exist_ok=True)
     log = open(OUTPUT / "app-server.log", "w")
+    env = {**os.environ, "TBT_CONCURRENCY": "4", "TBT_ENDPOINTS": json.dumps([served_endpoint(llama_server)])}
     proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, stdout=log,
-                            stderr=subprocess.STDOUT, env={**os.environ, "TBT_CONCURRENCY": "4",
-                                                             "TBT_ENDPOINTS": json.dumps([served_endpoint(llama_server)])})
+                            stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}/"
     SERVER["pid"] = proc.pid
     deadline = time.time() + 240
@@ -137,7 +137,9 @@ def llama_server():
     log = open(OUTPUT / "llama-server.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_gguf()),
                              "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "2048",
-                             "--model_alias", "smollm2"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+                             "--model_alias", "smollm2",
+                             # queue concurrent requests (by default a new request cuts off the running one)
+                             "--interrupt_requests", "False"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120
     while time.time() < deadline:

@@ -319,7 +319,8 @@ def test_a_loaded_file_says_so_and_a_clicked_token_moves_every_step_view(page, t
 LATIN_ALLOWED = {"token", "Token", "KV", "TTFT", "TPOT", "CPU", "GPU", "SDPA", "FlashAttention", "eager",
                  "logit", "lens", "Logit", "softmax", "Top-k", "Top-p", "top-k", "top-p", "KL", "JSON", "GGUF",
                  "Roofline", "vLLM", "API", "Gradio", "Qwen", "ms", "s", "GiB", "MiB", "KiB", "GB", "KB", "MB",
-                 "GFLOP", "FLOP", "SXM", "ln", "e", "nat", "python", "engine", "trace", "lab", "eval", "json"}
+                 "GFLOP", "FLOP", "SXM", "ln", "e", "nat", "python", "engine", "trace", "lab", "eval", "json",
+                 "SGLang", "TGI", "Ollama", "llama.cpp"}   # serving engines: names
 VISIBLE_TEXT_JS = """() => {
   const out = [];
   // not scanned: visitor and model texts, file names, and screen-reader-only text (Gradio's own

@@ -181,12 +181,14 @@ def test_endpoints_are_checked_and_come_only_from_the_host(monkeypatch):
 
 # Each server's documented stream (tests/fixtures/served/NOTES.md has the sources): the ids, texts,
 # logprobs and the end as the parser must read them, through the same reader as a live server.
+PARIS = ([12366, 374, 279, 6864, 13], " Paris is the capital.", "max_tokens")
 FIXTURE_CASES = {
-    "vllm_completions.sse": ("completions", {"token_ids": True}, [12366, 374, 279, 6864, 13], " Paris is the capital.", "max_tokens"),
-    "llamacpp_completion.sse": ("llamacpp", {}, [12366, 374, 279, 6864, 13], " Paris is the capital.", "max_tokens"),
-    "sglang_generate.sse": ("sglang", {}, [12366, 374, 279, 6864, 13], " Paris is the capital.", "max_tokens"),
-    "tgi_generate_stream.sse": ("tgi", {}, [12366, 374, 279, 6864, 13], " Paris is the capital.", "max_tokens"),
-    "openai_chat_llamacpp.sse": ("chat", {}, [791, 6864, 315, 9822, 374, 12366, 13], "The capital of France is Paris.", "eos"),
+    "vllm_completions.sse": ("completions", {"token_ids": True}, *PARIS),
+    "llamacpp_completion.sse": ("llamacpp", {}, *PARIS),
+    "sglang_generate.sse": ("sglang", {}, *PARIS),
+    "tgi_generate_stream.sse": ("tgi", {}, *PARIS),
+    "openai_chat_llamacpp.sse": ("chat", {}, [791, 6864, 315, 9822, 374, 12366, 13], "The capital of France is Paris.",
+                                 "eos"),
 }
 
 
@@ -212,7 +214,8 @@ def test_a_stream_without_token_ids_needs_the_models_tokenizer(hostile, engine):
     trace = run(at(hostile, "fixture-ollama_generate.ndjson", token_ids=False, api="ollama"), max_new_tokens=8,
                 local=engine)
     assert trace.output_text == " Paris is the capital." and trace.summary.stop_reason == "max_tokens"
-    assert [s.id for s in trace.steps] == [engine.encode(t, templated=True)[0] for t in (" Paris", " is", " the", " capital", ".")]
+    words = (" Paris", " is", " the", " capital", ".")
+    assert [s.id for s in trace.steps] == [engine.encode(w, templated=True)[0] for w in words]
     body = hostile.bodies[-1]            # Ollama applies its own template: the visitor's prompt goes as it is
     assert body["prompt"] == "The capital of France is" and body["logprobs"] is True
 
@@ -244,3 +247,16 @@ def test_a_served_trace_with_the_models_config_draws_the_kv_formula_only(hostile
                 local=engine)
     chart = kv.kv_growth_chart(trace, lang="en").to_dict()
     assert len(chart["layer"]) == 1 and "projection" in chart["title"]["text"]      # no measured points
+
+
+def test_the_load_sweep_counts_failures_and_keeps_its_bounds(hostile):
+    from engine.served.load import load_sweep
+    result = load_sweep(at(hostile, "stall"), "hi", max_tokens=3, levels=(1, 2), rounds=1)
+    assert [r["failed"] for r in result["levels"]] == [1, 2] and "stalled" in result["levels"][0]["errors"][0]
+    good = load_sweep(at(hostile, "good"), "hi", max_tokens=3, levels=(1, 4), rounds=2)
+    assert [(r["requests"], r["failed"], r["output_tokens"]) for r in good["levels"]] == [(2, 0, 6), (8, 0, 24)]
+    for bad in ({"levels": (0, 1)}, {"levels": (16,)}, {"rounds": 9}, {"max_tokens": 0}):
+        with pytest.raises(InvalidRequest):
+            load_sweep(at(hostile, "good"), "hi", **{"max_tokens": 3, **bad})
+    spent = load_sweep(at(hostile, "good"), "hi", max_tokens=3, levels=(1, 2, 4), budget_s=0)
+    assert spent["stopped"].startswith("time budget") and len(spent["levels"]) <= 1

@@ -72,3 +72,21 @@ def test_the_cli_writes_a_served_trace(llama_server, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "engine", "trace", "--endpoint", "http://127.0.0.1:9", "--model", "m",
                           "--prompt", PROMPT, "--out", str(out)], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "cannot reach" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_load_sweep_against_a_real_server(llama_server):
+    from engine.served.load import Slo, load_sweep
+    where = endpoint(llama_server, "smollm2", extra=GREEDY)
+    result = load_sweep(where, PROMPT, max_tokens=8, levels=(1, 2), rounds=1, slo=Slo(ttft_ms=60_000, tpot_ms=60_000))
+    assert [r["concurrency"] for r in result["levels"]] == [1, 2] and result["stopped"] is None
+    for row in result["levels"]:
+        assert row["requests"] == row["concurrency"] and row["failed"] == 0
+        assert 0 < row["ttft_p50_ms"] <= row["ttft_p95_ms"] and row["tpot_p50_ms"] > 0
+        assert row["output_tokens"] == 8 * row["concurrency"] and row["throughput_tok_s"] > 0
+        assert row["goodput"] == pytest.approx(row["request_rate"])      # generous SLOs: every request met them
+    json.dumps(result, allow_nan=False)
+    done = subprocess.run([sys.executable, "-m", "engine", "load", "--endpoint", llama_server, "--model", "smollm2",
+                           "--levels", "1", "--rounds", "1", "--max-tokens", "4", "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["levels"][0]["output_tokens"] == 4

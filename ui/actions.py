@@ -7,6 +7,7 @@ generator and in the visitor's gr.State, so visitors never see each other's toke
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import replace
 
@@ -16,13 +17,14 @@ from engine import EMBEDDED, EngineError, Trace, stream_trace
 from engine.core import Engine
 from engine.embeddings import embedding_neighbors
 from engine.served import Endpoint, stream_served
+from engine.served.load import Slo, load_sweep
 from engine.other_tokenizer import NAME as OTHER_NAME
 from engine.other_tokenizer import qwen_tokens
 from engine.sweep import LENGTHS, ttft_sweep
 from engine.tokens import prompt_tokens
 from engine.request import check_settings, clean_prompt
 from engine.trace import Settings
-from viz import html, speed
+from viz import html, served_load, speed
 from viz.labels import label
 from viz.notice import embedding_strip, notice_chart
 
@@ -66,6 +68,13 @@ def make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, lo
                     top_k=_int("top_k", top_k, 0), top_p=_float("top_p", top_p, 1.0),
                     seed=_int("seed", seed, 0), attention=bool(attention), logit_lens=bool(logit_lens),
                     chat_template=bool(chat_template))
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
 
 
 def status_md(trace: Trace, lang: str) -> str:
@@ -177,6 +186,22 @@ class Actions:
 
     def stop(self, request: gr.Request):
         self.flags.stop_tab(request)
+
+    def load_sweep(self, source, prompt, lang, progress=gr.Progress()):
+        """The chosen served model under 1, 2, 4 and 8 concurrent streams (bounded: one wave per
+        level, 32 tokens each, a 90 s budget; one sweep at a time on the page)."""
+        endpoint = self.endpoint(source)
+        if endpoint is None:
+            raise gr.Error(label("load_pick_served", lang))
+        text = prompt if isinstance(prompt, str) and prompt.strip() else "Explain in two sentences why the sky is blue."
+        try:
+            result = load_sweep(endpoint, text, max_tokens=32, rounds=1, slo=Slo(_env_float("TBT_SLO_TTFT_MS", 1000),
+                                                                               _env_float("TBT_SLO_TPOT_MS", 100)),
+                                budget_s=90, progress=lambda f, d: progress(f, desc=d))
+            return (gr.Plot(served_load.load_chart(result, lang=lang), visible=True),
+                    gr.Dataframe(served_load.load_table(result, lang=lang), visible=True))
+        except (EngineError, ValueError) as exc:
+            raise gr.Error(str(exc)) from None
 
     def trace_file(self, trace: Trace | None):
         return self.files.write(trace) if trace is not None else None

@@ -145,6 +145,10 @@ class Explore:
                 self.timeline, self.step_times = plot("timeline"), plot("step-times")
                 self.sweep_btn = gr.Button(t("sweep"), elem_id="sweep")
                 self.sweep_plot = gr.Plot(show_label=False, elem_id="sweep-plot", visible=False)  # until measured
+                # a served model under 1-8 concurrent streams (only where the host lists endpoints)
+                self.load_btn = gr.Button(t("load_sweep"), elem_id="load-sweep", visible=bool(served))
+                self.load_plot = gr.Plot(show_label=False, elem_id="load-plot", visible=False)
+                self.load_table = gr.Dataframe(interactive=False, elem_id="load-table", visible=False, wrap=True)
             with gr.Tab(t("tab_lab"), id="lab"):
                 intro(5)
                 lab_tab.build(actions.models, model_id, lang)
@@ -315,5 +319,8 @@ class Explore:
         gr.on([self.s_step.release, self.s_temperature.input, self.s_top_k.input, self.s_top_p.input,
                self.s_seed.input], lambda tr, *a: sampling_view(tr, *a) if tr else [gr.skip()] * 2,
               sampling_in, [self.playground, self.survivors], trigger_mode="always_last", **PRIVATE)
+        self.load_btn.click(actions.load_sweep, [self.source, self.prompt, self.lang],
+                            [self.load_plot, self.load_table], concurrency_limit=1, concurrency_id="served-load",
+                            **PRIVATE)
         self.sweep_btn.click(on_gpu(actions.sweep, 120), [self.prompt, self.model_id, self.lang], self.sweep_plot,
                              **ENGINE, **PRIVATE)

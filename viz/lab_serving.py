@@ -1,5 +1,6 @@
 """Lab charts for what servers do: the batching frontier and the price of verifying k tokens
-(engine/lab/batching.py), and speculative decoding (engine/lab/speculative.py). Same conventions as viz/lab: medians with min–max, every label in the
+(engine/lab/batching.py), and speculative decoding (engine/lab/speculative.py). Same conventions as
+viz/lab: medians with min–max, every label in the
 page's language, ValueError (drawn as a notice) when the experiment has not been run."""
 
 from __future__ import annotations
@@ -86,6 +87,11 @@ def batching_summary(result: dict, lang: str = "en") -> str:
     return text
 
 
+def _spread_ms(spread: dict) -> str:
+    """"median (min–max)" of a measured spread."""
+    return f"{fmt_ms(spread['median'])} ({fmt_ms(spread['min'])}–{fmt_ms(spread['max'])})"
+
+
 # --- 6 verifying k tokens -----------------------------------------------------------------------
 def verify_chart(result: dict, lang: str = "en") -> alt.LayerChart:
     """One pass over k tokens: its time against k, beside k separate one-token passes."""
@@ -118,7 +124,7 @@ def verify_table(result: dict, lang: str = "en") -> pd.DataFrame:
     part = section(result, "verify", lang)
     return pd.DataFrame([{
         label("lab_verify_axis", lang): r["k"],
-        label("lab_verify_ms", lang): f"{fmt_ms(r['ms']['median'])} ({fmt_ms(r['ms']['min'])}–{fmt_ms(r['ms']['max'])})",
+        label("lab_verify_ms", lang): _spread_ms(r["ms"]),
         label("lab_verify_per_token", lang): fmt_ms(r["ms_per_token"]),
         label("lab_verify_vs_one", lang): _ratio(r.get("vs_one")),
     } for r in part.get("rows", [])])
@@ -206,12 +212,13 @@ def speculative_table(result: dict, lang: str = "en") -> pd.DataFrame:
     yes, no = label("lab_spec_yes", lang), label("lab_spec_no", lang)
     return pd.DataFrame([{
         label("lab_spec_arm", lang): arm_name(r["arm"], lang, part.get("draft_model")),
-        label("lab_spec_time", lang): f"{fmt_ms(r['ms']['median'])} ({fmt_ms(r['ms']['min'])}–{fmt_ms(r['ms']['max'])})",
+        label("lab_spec_time", lang): _spread_ms(r["ms"]),
         label("lab_spec_tok_s", lang): f"{r['tokens_per_s']:.1f}",
         label("lab_spec_vs_plain", lang): _ratio(r.get("speedup")),
         label("lab_spec_passes", lang): f"{r['passes']} / {r['new_tokens']}",
-        label("lab_spec_acceptance", lang): (f"{r['accepted']} / {r['accepted'] + r['rejected']} ({r['acceptance']:.0%})"
-                                            if r.get("acceptance") is not None else "—"),
+        label("lab_spec_acceptance", lang): (
+            f"{r['accepted']} / {r['accepted'] + r['rejected']} ({r['acceptance']:.0%})"
+            if r.get("acceptance") is not None else "—"),
         label("lab_spec_identical", lang): yes if r["identical"] else no,
     } for r in part.get("rows", [])])
 

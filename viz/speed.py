@@ -70,7 +70,8 @@ def timeline_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
                                      fontSize=13, fontWeight="bold").encode(
         x="t_ms:Q", y=alt.value(0), text="text:N")
     return alt.layer(gantt, rule, text, title=alt.Title(
-        label("timeline_title", lang), subtitle=[label("timeline_sub_served" if trace.served else "timeline_sub", lang)],
+        label("timeline_title", lang),
+        subtitle=[label("timeline_sub_served" if trace.served else "timeline_sub", lang)],
     )).properties(width=720, height=140)
 
 

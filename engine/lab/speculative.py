@@ -60,7 +60,8 @@ class Watch:
 
             def get_candidates(input_ids, **kw):
                 candidates, logits = get(input_ids, **kw)
-                self.passes.append({"start": input_ids.shape[1], "drafted": candidates[0, input_ids.shape[1]:].tolist()})
+                start = input_ids.shape[1]
+                self.passes.append({"start": start, "drafted": candidates[0, start:].tolist()})
                 return candidates, logits
 
             def update_candidate_strategy(input_ids, scores, num_matches):

@@ -71,7 +71,8 @@ def _prompt(dialect, prompt: str, settings: Settings, local) -> tuple[Prompt, st
     ids = local.encode(templated, templated=settings.chat_template)
     tokens = prompt_tokens(local.token_bytes, templated, ids)
     raw_count = len(local.encode(prompt, templated=False))
-    return Prompt(raw=prompt, templated=templated, tokens=tokens, raw_token_count=raw_count), (prompt if chat else templated)
+    record = Prompt(raw=prompt, templated=templated, tokens=tokens, raw_token_count=raw_count)
+    return record, (prompt if chat else templated)
 
 
 def stream_served(endpoint: Endpoint, prompt: str, settings: Settings | None = None, local=None,
@@ -153,7 +154,10 @@ def _step(index: int, piece: Piece, ids: IdMap | None, text: TextStream, ms: flo
         p = math.exp(alt.logprob)
         candidates.append(Candidate(id=aid, text=label, logit=alt.logprob, p_model=p, p_final=p))
     rank = next((r for r, c in enumerate(candidates) if c.id == tid), len(candidates))
-    p_chosen = math.exp(piece.logprob) if piece.logprob is not None else (candidates[rank].p_model if rank < len(candidates) else 0.0)
+    if piece.logprob is not None:
+        p_chosen = math.exp(piece.logprob)
+    else:
+        p_chosen = candidates[rank].p_model if rank < len(candidates) else 0.0
     # the entropy of what the server showed (its top k): a lower bound of the whole distribution's
     entropy = -sum(c.p_model * math.log(c.p_model) for c in candidates if c.p_model > 0)
     return Step(index=index, id=tid, token=printable(raw), text=text.push(raw), bytes_hex=raw.hex(), phase="answer",

@@ -106,6 +106,8 @@ class Completions:
     def body(self, model: str, prompt: str, max_tokens: int, temperature: float, top: int, seed: int) -> dict:
         body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": temperature,
                 "stream": True, "logprobs": top, "seed": seed, "stream_options": {"include_usage": True}}
+        if not top:
+            del body["logprobs"]
         if self.token_ids:
             body["return_tokens_as_token_ids"] = True
         return body
@@ -141,9 +143,12 @@ class Chat:
     name, path, sse, templates = "chat", "/v1/chat/completions", True, True
 
     def body(self, model: str, prompt: str, max_tokens: int, temperature: float, top: int, seed: int) -> dict:
-        return {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
+        body = {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
                 "temperature": temperature, "stream": True, "logprobs": True, "top_logprobs": top, "seed": seed,
                 "stream_options": {"include_usage": True}}
+        if not top:
+            del body["logprobs"], body["top_logprobs"]
+        return body
 
     def parse(self, obj) -> Event:
         choice = _choice(obj)
@@ -160,7 +165,8 @@ class Chat:
             alts.sort(key=lambda a: -a.logprob)
             if tid is None and isinstance(entry.get("id"), int):      # llama.cpp's chat API gives ids
                 tid = entry["id"]
-            pieces.append(Piece(text, tid, _logprob(entry.get("logprob"), f"token {i}"), alts, _bytes(entry.get("bytes"))))
+            pieces.append(Piece(text, tid, _logprob(entry.get("logprob"), f"token {i}"), alts,
+                                _bytes(entry.get("bytes"))))
         delta = choice.get("delta") or {}
         return Event(pieces, text=str(delta.get("content") or ""), finish=choice.get("finish_reason"), usage=usage)
 
@@ -177,7 +183,7 @@ class LlamaCpp:
 
     def body(self, model: str, prompt: str, max_tokens: int, temperature: float, top: int, seed: int) -> dict:
         return {"prompt": prompt, "n_predict": max_tokens, "temperature": temperature, "stream": True,
-                "n_probs": top, "post_sampling_probs": False, "seed": seed}
+                "n_probs": top, "post_sampling_probs": False, "seed": seed}     # n_probs 0: none
 
     def parse(self, obj) -> Event:
         if not isinstance(obj, dict):
@@ -187,7 +193,8 @@ class LlamaCpp:
         for i, entry in enumerate(obj.get("completion_probabilities") or []):
             if not isinstance(entry, dict) or not isinstance(entry.get("id"), int):
                 raise ServedError("llama.cpp sent a token without an id (an old server? it needs logprob fields)")
-            pieces.append(Piece(str(entry.get("token") or ""), entry["id"], _logprob(entry.get("logprob"), f"token {i}"),
+            pieces.append(Piece(str(entry.get("token") or ""), entry["id"],
+                                _logprob(entry.get("logprob"), f"token {i}"),
                                 _alts(entry.get("top_logprobs"), f"token {i}"), _bytes(entry.get("bytes"))))
         finish = None
         if obj.get("stop"):
@@ -203,7 +210,7 @@ class SGLang:
 
     def body(self, model: str, prompt: str, max_tokens: int, temperature: float, top: int, seed: int) -> dict:
         return {"text": prompt, "sampling_params": {"temperature": temperature, "max_new_tokens": max_tokens},
-                "stream": True, "return_logprob": True, "top_logprobs_num": top, "return_text_in_logprobs": True}
+                "stream": True, "return_logprob": top > 0, "top_logprobs_num": top, "return_text_in_logprobs": True}
 
     def parse(self, obj) -> Event:
         if not isinstance(obj, dict):
@@ -221,7 +228,8 @@ class SGLang:
             triple = chosen[i]
             if not (isinstance(triple, list) and len(triple) == 3 and isinstance(triple[1], int)):
                 raise ServedError(f"SGLang sent a token entry that is not [logprob, id, text]: {str(triple)[:80]}")
-            alts = [Alt(str(t[2] or ""), t[1], _logprob(t[0], f"token {i}")) for t in (tops[i] if i < len(tops) else None) or []
+            listed = (tops[i] if i < len(tops) else None) or []
+            alts = [Alt(str(t[2] or ""), t[1], _logprob(t[0], f"token {i}")) for t in listed
                     if isinstance(t, list) and len(t) == 3 and isinstance(t[1], int)]
             pieces.append(Piece(str(triple[2] or ""), triple[1], _logprob(triple[0], f"token {i}"),
                                 sorted(alts, key=lambda a: -a.logprob)))
@@ -240,7 +248,7 @@ class TGI:
 
     def body(self, model: str, prompt: str, max_tokens: int, temperature: float, top: int, seed: int) -> dict:
         params = {"max_new_tokens": max_tokens, "do_sample": temperature > 0, "details": True,
-                  "top_n_tokens": min(top, self.most), "seed": seed}
+                  "top_n_tokens": min(top, self.most) or None, "seed": seed}
         if temperature > 0:
             params["temperature"] = temperature
         return {"inputs": prompt, "parameters": params}
@@ -264,7 +272,7 @@ class Ollama:
     name, path, sse, templates = "ollama", "/api/generate", False, True
 
     def body(self, model: str, prompt: str, max_tokens: int, temperature: float, top: int, seed: int) -> dict:
-        return {"model": model, "prompt": prompt, "stream": True, "logprobs": True, "top_logprobs": top,
+        return {"model": model, "prompt": prompt, "stream": True, "logprobs": top > 0, "top_logprobs": top,
                 "options": {"temperature": temperature, "num_predict": max_tokens, "seed": seed}}
 
     def parse(self, obj) -> Event:

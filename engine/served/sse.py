@@ -67,7 +67,8 @@ def events(url: str, body: dict, sse: bool = True, bounds: Bounds = Bounds(), he
                     raw += piece
                     if len(raw) > 65_536:
                         break
-                raise ServedError(f"{url} answered HTTP {response.status_code}: {_error_text(raw) or response.reason_phrase}")
+                said = _error_text(raw) or response.reason_phrase
+                raise ServedError(f"{url} answered HTTP {response.status_code}: {said}")
             kind = response.headers.get("content-type", "")
             if sse and "text/event-stream" not in kind:
                 raise ServedError(f"{url} did not stream (content-type {kind or 'missing'!r}); is this the right "
