@@ -3,6 +3,7 @@
 import json
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -43,40 +44,48 @@ def served_endpoint(url: str) -> dict:
             "extra": {"repeat_penalty": 1.0}}
 
 
+@contextmanager
+def serving(command: list[str], ready_url: str, name: str, seconds: int, env: dict | None = None):
+    """A server process started for the tests (its output in test-output/), ready once `ready_url`
+    answers, stopped at the end."""
+    import subprocess
+    import time
+    import urllib.request
+    OUTPUT.mkdir(exist_ok=True)
+    with open(OUTPUT / f"{name}.log", "w") as log:
+        proc = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{name} exited early; see {log.name}")
+            try:
+                urllib.request.urlopen(ready_url, timeout=2)
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            proc.kill()
+            raise RuntimeError(f"{name} did not start in {seconds} s")
+        try:
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
 @pytest.fixture(scope="session")
 def app_url(llama_server):
     """The real app (`python app.py`) on a free local port, for gradio_client and the browser; it
     offers llama-cpp-python's server (below) as a served model, as a host would with TBT_ENDPOINTS."""
-    import subprocess
-    import time
-    import urllib.request
     port = _free_port()
-    OUTPUT.mkdir(exist_ok=True)
-    log = open(OUTPUT / "app-server.log", "w")
-    env = {**os.environ, "TBT_CONCURRENCY": "4", "TBT_ENDPOINTS": json.dumps([served_endpoint(llama_server)])}
-    proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, stdout=log,
-                            stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}/"
-    SERVER["pid"] = proc.pid
-    deadline = time.time() + 240
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"app exited early; see {log.name}")
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        raise RuntimeError("app did not start in 240 s")
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    env = {**os.environ, "TBT_CONCURRENCY": "4", "TBT_ENDPOINTS": json.dumps([served_endpoint(llama_server)])}
+    with serving([sys.executable, "app.py", "--port", str(port)], url, "app-server", 240, env) as proc:
+        SERVER["pid"] = proc.pid
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -128,35 +137,12 @@ def llama_server():
     """llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`) on the embedded
     GGUF, on a free local port: a real serving engine for the served-model tests. make test
     installs llama-cpp-python (built from source once, then from pip's cache)."""
-    import subprocess
-    import time
-    import urllib.request
     from engine.loading import embedded_gguf
     port = _free_port()
-    OUTPUT.mkdir(exist_ok=True)
-    log = open(OUTPUT / "llama-server.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_gguf()),
-                             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "2048",
-                             "--model_alias", "smollm2",
-                             # queue concurrent requests (by default a new request cuts off the running one)
-                             "--interrupt_requests", "False"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"llama_cpp.server exited early; see {log.name}")
-        try:
-            urllib.request.urlopen(url + "/v1/models", timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        raise RuntimeError("llama_cpp.server did not start in 120 s")
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_gguf()), "--host", "127.0.0.1",
+               "--port", str(port), "--n_threads", "2", "--n_ctx", "2048", "--model_alias", "smollm2",
+               # queue concurrent requests (by default a new request cuts off the running one)
+               "--interrupt_requests", "False"]
+    with serving(command, url + "/v1/models", "llama-server", 120):
+        yield url

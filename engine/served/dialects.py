@@ -87,14 +87,21 @@ def _error(obj: dict) -> None:
         raise ServedError(f"the server reported an error mid-stream: {str(message)[:300]}")
 
 
-def _choice(obj) -> dict | None:
+def _object(obj) -> dict:
+    """A streamed event: a JSON object that is not an error report."""
     if not isinstance(obj, dict):
         raise ServedError(f"the server sent an event that is not a JSON object: {str(obj)[:120]}")
     _error(obj)
-    choices = obj.get("choices")
+    return obj
+
+
+def _choice(obj) -> tuple[dict | None, dict | None]:
+    """An OpenAI-style event's first choice (None in a usage-only chunk) and its usage."""
+    choices = _object(obj).get("choices")
     if not isinstance(choices, list):
         raise ServedError("the server sent an event without `choices`: not an OpenAI-style stream")
-    return choices[0] if choices and isinstance(choices[0], dict) else None
+    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
+    return (choices[0] if choices and isinstance(choices[0], dict) else None), usage
 
 
 class Completions:
@@ -113,8 +120,7 @@ class Completions:
         return body
 
     def parse(self, obj) -> Event:
-        choice = _choice(obj)
-        usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
+        choice, usage = _choice(obj)
         if choice is None:
             return Event([], usage=usage)
         lp = choice.get("logprobs") or {}
@@ -151,8 +157,7 @@ class Chat:
         return body
 
     def parse(self, obj) -> Event:
-        choice = _choice(obj)
-        usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
+        choice, usage = _choice(obj)
         if choice is None:
             return Event([], usage=usage)
         content = ((choice.get("logprobs") or {}).get("content")) or []
@@ -186,9 +191,7 @@ class LlamaCpp:
                 "n_probs": top, "post_sampling_probs": False, "seed": seed}     # n_probs 0: none
 
     def parse(self, obj) -> Event:
-        if not isinstance(obj, dict):
-            raise ServedError(f"the server sent an event that is not a JSON object: {str(obj)[:120]}")
-        _error(obj)
+        _object(obj)
         pieces = []
         for i, entry in enumerate(obj.get("completion_probabilities") or []):
             if not isinstance(entry, dict) or not isinstance(entry.get("id"), int):
@@ -213,9 +216,7 @@ class SGLang:
                 "stream": True, "return_logprob": top > 0, "top_logprobs_num": top, "return_text_in_logprobs": True}
 
     def parse(self, obj) -> Event:
-        if not isinstance(obj, dict):
-            raise ServedError(f"the server sent an event that is not a JSON object: {str(obj)[:120]}")
-        _error(obj)
+        _object(obj)
         meta = obj.get("meta_info") or {}
         chosen, tops = meta.get("output_token_logprobs") or [], meta.get("output_top_logprobs") or []
         total = meta.get("output_token_logprobs_length", len(chosen))
@@ -254,9 +255,7 @@ class TGI:
         return {"inputs": prompt, "parameters": params}
 
     def parse(self, obj) -> Event:
-        if not isinstance(obj, dict):
-            raise ServedError(f"the server sent an event that is not a JSON object: {str(obj)[:120]}")
-        _error(obj)
+        _object(obj)
         token = obj.get("token")
         if not isinstance(token, dict) or not isinstance(token.get("id"), int):
             raise ServedError("TGI sent an event without a token")
@@ -276,9 +275,7 @@ class Ollama:
                 "options": {"temperature": temperature, "num_predict": max_tokens, "seed": seed}}
 
     def parse(self, obj) -> Event:
-        if not isinstance(obj, dict):
-            raise ServedError(f"the server sent a line that is not a JSON object: {str(obj)[:120]}")
-        _error(obj)
+        _object(obj)
         pieces = []
         for i, entry in enumerate(obj.get("logprobs") or []):
             if not isinstance(entry, dict):
