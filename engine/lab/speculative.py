@@ -90,7 +90,7 @@ def judged(drafted: list, emitted: list) -> dict:
     return {"accepted": accepted, "own": own, "rejected": rest if own else 0, "unused": 0 if own else rest}
 
 
-def _arms(engine: Engine, draft: Engine | None) -> dict[str, dict]:
+def _arms(draft: Engine | None) -> dict[str, dict]:
     arms: dict[str, dict] = {"plain": {}}
     for k in LOOKUPS:
         arms[f"lookup_{k}"] = {"prompt_lookup_num_tokens": k}
@@ -121,7 +121,7 @@ def run(engine: Engine, quick: bool = False, progress=None, cancel: threading.Ev
         draft: Engine | None = None) -> dict:
     size = SIZES[quick]
     problem = draft_problem(engine, draft)
-    arms = _arms(engine, None if problem else draft)
+    arms = _arms(None if problem else draft)
     model = engine.model
     ids = engine.encode(engine.apply_template(PROMPT, Settings()), templated=True)
     steps = Steps(progress, cancel, total=len(arms) * (size["repeats"] + 1))
@@ -146,10 +146,7 @@ def run(engine: Engine, quick: bool = False, progress=None, cancel: threading.Ev
                         passes[arm] = seen
     except Stopped:
         partial = True
-    result = summarize(engine, times, tokens, passes, len(ids), size, partial,
-                       None if problem else draft.info.id, problem)
-    result["draft_given"] = draft is not None
-    return result
+    return summarize(engine, times, tokens, passes, len(ids), size, partial, draft, problem)
 
 
 @contextlib.contextmanager
@@ -172,7 +169,7 @@ def _draft_held(engine: Engine, draft: Engine | None):
 
 
 def summarize(engine: Engine, times: dict, tokens: dict, passes: dict, prompt_tokens: int, size: dict,
-              partial: bool, draft_id: str | None, problem: str | None) -> dict:
+              partial: bool, draft: Engine | None, problem: str | None) -> dict:
     plain = statistics.median(times["plain"]) if times.get("plain") else None
     reference = tokens["plain"][0] if tokens.get("plain") else None
     strips: dict[str, list[dict]] = {}
@@ -202,7 +199,8 @@ def summarize(engine: Engine, times: dict, tokens: dict, passes: dict, prompt_to
             "repeats": size["repeats"], "warmup_runs": 1, "partial": partial, "rows": rows, "strips": strips,
             "identical": bool(rows) and all(r["identical"] for r in rows),
             "best": best["arm"] if best else None, "best_speedup": best["speedup"] if best else None,
-            "draft_model": draft_id, "draft_skipped": problem,
+            "draft_model": None if problem else draft.info.id, "draft_skipped": problem,
+            "draft_given": draft is not None,
             "answer": engine.tokenizer.decode(reference, skip_special_tokens=True) if reference else None,
             "attn_implementation": KERNEL, "exclusive": True,
             "note": "timed: each arm's whole generate() call (prefill included), greedy; identical means every "
