@@ -26,8 +26,9 @@ from datetime import datetime, timezone
 from typing import Generator
 
 from ..generate import Event as RunEvent
+from ..generate import summarize
 from ..tokens import TextStream, printable, prompt_tokens
-from ..trace import Candidate, ModelInfo, Prompt, Served, Settings, Step, Summary, Trace
+from ..trace import Candidate, ModelInfo, Prompt, Served, Settings, Step, Trace
 from .dialects import Piece, decode, dialect_for
 from .endpoints import Endpoint
 from .sse import Bounds, ServedError, events
@@ -76,8 +77,8 @@ def _prompt(dialect, prompt: str, settings: Settings, local) -> tuple[Prompt, st
 
 
 def stream_served(endpoint: Endpoint, prompt: str, settings: Settings | None = None, local=None,
-                  cancel: threading.Event | None = None, bounds: Bounds | None = None,
-                  transport=None) -> Generator[RunEvent, None, Trace]:
+                  cancel: threading.Event | None = None,
+                  bounds: Bounds | None = None) -> Generator[RunEvent, None, Trace]:
     settings = settings or Settings()
     if not isinstance(prompt, str) or not prompt.strip():
         raise ServedError("the prompt is empty")
@@ -97,7 +98,7 @@ def stream_served(endpoint: Endpoint, prompt: str, settings: Settings | None = N
     arrivals: list[float] = []                 # content chunks' arrival, ms after the request was sent
     finish, usage, largest = None, None, 0
     for arrived, payload in events(endpoint.base_url + dialect.path, body, dialect.sse, bounds or endpoint.bounds,
-                                   endpoint.headers(), cancel, transport):
+                                   endpoint.headers(), cancel):
         event = dialect.parse(decode(payload))
         usage = event.usage or usage
         finish = event.finish or finish
@@ -127,7 +128,11 @@ def stream_served(endpoint: Endpoint, prompt: str, settings: Settings | None = N
         if held:
             trace.steps[-1].text += held
     trace.model = _info(endpoint, local, largest + 1)
-    trace.summary = _summary(trace, arrivals, finish)
+    # each step's t_ms is its chunk's arrival, so the run's figures are vLLM's: TTFT = the first chunk,
+    # E2EL = the last, TPOT = (E2EL - TTFT) / (n - 1); a server's stop reasons in our words
+    reason = {"stop": "eos", "eos_token": "eos", "length": "max_tokens", "cancelled": "cancelled"}.get(finish, "stop")
+    e2el = arrivals[-1] if arrivals else 0.0
+    trace.summary = summarize(trace.steps, reason, None, e2el, wall_ms=e2el)
     trace.served.chunks = len(arrivals)
     trace.served.itl_ms = [round(b - a, 3) for a, b in zip(arrivals, arrivals[1:])]
     for key in ("prompt_tokens", "completion_tokens"):
@@ -164,14 +169,3 @@ def _step(index: int, piece: Piece, ids: IdMap | None, text: TextStream, ms: flo
                 ms=round(ms, 3), t_ms=round(t_ms, 3), forward_ms=0.0, candidates=candidates, chosen_rank=rank,
                 chosen_p_model=p_chosen, chosen_p_final=p_chosen, entropy=entropy, entropy_model=entropy,
                 kv_tokens=n_prompt + index + 1, kv_bytes=0)
-
-
-def _summary(trace: Trace, arrivals: list[float], finish: str) -> Summary:
-    n = len(trace.steps)
-    ttft = arrivals[0] if arrivals else None
-    e2el = arrivals[-1] if arrivals else 0.0
-    reason = {"stop": "eos", "eos_token": "eos", "length": "max_tokens", "cancelled": "cancelled"}.get(finish, "stop")
-    # (a stop sequence, where the server names one, reads as "stop")
-    return Summary(ttft_ms=ttft, tpot_ms=(e2el - ttft) / (n - 1) if ttft is not None and n > 1 else None, e2e_ms=e2el,
-                   tokens_per_s=n / e2el * 1000 if e2el > 0 else 0.0, new_tokens=n, stop_reason=reason,
-                   kv_bytes_final=0, answer_tokens=n, wall_ms=e2el)

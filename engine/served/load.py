@@ -13,7 +13,6 @@ the server reports its own count (`usage.completion_tokens`). Bounded: at most 8
 
 from __future__ import annotations
 
-import statistics
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor

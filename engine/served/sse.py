@@ -50,8 +50,7 @@ def _error_text(body: bytes) -> str:
 
 
 def events(url: str, body: dict, sse: bool = True, bounds: Bounds = Bounds(), headers: dict | None = None,
-           cancel: threading.Event | None = None, transport: httpx.BaseTransport | None = None,
-           ) -> Iterator[tuple[float, str]]:
+           cancel: threading.Event | None = None) -> Iterator[tuple[float, str]]:
     """POST `body` as JSON to `url` and yield (arrival time in ms on the monotonic clock, payload)
     per event. `sse=False` reads NDJSON (one JSON document per line). Ends at the stream's end or
     at a `[DONE]` event (not yielded)."""
@@ -59,7 +58,7 @@ def events(url: str, body: dict, sse: bool = True, bounds: Bounds = Bounds(), he
                             pool=bounds.connect_s)
     start = time.monotonic()
     try:
-        with httpx.Client(timeout=timeout, transport=transport, follow_redirects=False) as client, \
+        with httpx.Client(timeout=timeout, follow_redirects=False) as client, \
                 client.stream("POST", url, json=body, headers=headers) as response:
             if response.status_code != 200:
                 raw = b""
