@@ -81,7 +81,7 @@ def _bytes(value) -> bytes | None:
 
 def _error(obj: dict) -> None:
     """An error sent inside the stream (vLLM, SGLang and TGI do this once streaming has begun)."""
-    err = obj.get("error") if isinstance(obj, dict) else None
+    err = obj.get("error")
     if err:
         message = err.get("message", err) if isinstance(err, dict) else err
         raise ServedError(f"the server reported an error mid-stream: {str(message)[:300]}")
