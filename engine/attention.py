@@ -114,3 +114,31 @@ def finish(capture) -> None:
     else:
         for layer, q, k, scaling in pending:
             capture.rows[layer] = torch.softmax(scores(q[:, None], k, scaling), dim=-1)[:, 0]
+
+
+# --- the compiled decode step (engine/fast.py) ---------------------------------------------------
+FAST_NAME = "tbt_fast"      # the implementation name of the fast path's own copy of the model
+ROWS = "tbt_rows"           # the keyword argument that carries a compiled step's list of rows
+
+
+def register_fast() -> None:
+    """Add the compiled step's attention function (and SDPA's mask builder). Idempotent."""
+    with _registered:
+        AttentionInterface.register(FAST_NAME, fast_attention_forward)
+        AttentionMaskInterface.register(FAST_NAME, sdpa_mask)
+
+
+def fast_attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """SDPA's output, and when the step passes a list under `tbt_rows`, the newest query's attention
+    row appended to it: inside a compiled graph that list becomes one of the step's outputs, so the
+    capture is part of the graph (no hook, no Python callback per layer). `key` is the whole static
+    cache ([batch, kv_heads, max_len, head_dim]); the mask gives the slots not yet written
+    probability 0."""
+    rows = kwargs.pop(ROWS, None)
+    out = sdpa_attention_forward(module, query, key, value, attention_mask,
+                                 dropout=dropout, scaling=scaling, **kwargs)
+    if rows is not None:
+        s = scores(query[0, :, -1:], key[0], scaling if scaling is not None else query.shape[-1] ** -0.5)
+        mask = attention_mask[0, 0, -1:] if attention_mask is not None else None   # [1, keys]
+        rows.append(masked_softmax(s, mask)[:, 0])                                   # [heads, keys]
+    return out

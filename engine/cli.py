@@ -54,6 +54,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--new-tokens", type=int, default=64)
     b.add_argument("--repeats", type=int, default=3)
     b.add_argument("--json", action="store_true", help="print JSON only")
+    b.add_argument("--no-fast", action="store_true",
+                   help="leave out the compiled decode path (its two graphs take minutes to compile)")
 
     lab = sub.add_parser("lab", help="acceleration lab: KV cache, attention kernels, weight formats, roofline, "
                                           "batching, verifying k tokens, speculative decoding")
@@ -127,8 +129,13 @@ def main(argv: list[str] | None = None) -> int:
             budgets = [int(b) for b in args.budgets.split(",")]
             result = evaluate(engine, budgets, limit=args.limit)
         else:
-            from .bench import bench
+            from .bench import PROMPT, bench
             result = bench(engine, new_tokens=args.new_tokens, repeats=args.repeats)
+            if not args.no_fast:
+                from .fast_bench import fast_figures
+                result.update(fast_figures(engine, PROMPT, args.new_tokens, args.repeats))
+                if result.get("llamacpp_decode_tok_s") and "fast_decode_tok_s" in result:
+                    result["fast_vs_llamacpp"] = result["fast_decode_tok_s"] / result["llamacpp_decode_tok_s"]
         print(json.dumps(result, indent=None if args.json else 2))
         return 0
     except EngineError as exc:

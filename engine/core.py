@@ -61,6 +61,7 @@ class Engine:
         self.eos_ids = {int(e) for e in eos + [self.tokenizer.eos_token_id] if e is not None}
         self.thinking_style = thinking_style(self.tokenizer)   # switch / tags / scaffold
         self.capture_via = self._install_capture()             # "sdpa-capture" | "eager-hooks"
+        self.fast = None           # engine/fast.FastPath once `start_fast` is called, else eager only
 
     def _install_capture(self) -> str:
         """Route an SDPA model's attention through our capturing SDPA wrapper, and check with one
@@ -80,6 +81,23 @@ class Engine:
             self.model.set_attn_implementation(before)
             return "eager-hooks"
         return "sdpa-capture"
+
+    def start_fast(self, *graphs: tuple[str, int], wait: bool = False, delay_s: float = 0.0):
+        """Turn on the compiled decode path and compile `graphs` ((variant, bucket) pairs) in the
+        background, or now with `wait`. Only for a model on one device that runs our attention
+        function (the compiled step has its own); otherwise the engine stays eager and this returns None."""
+        from .fast import FastPath      # torch.compile's machinery loads only when asked for
+        if self.capture_via != "sdpa-capture" or getattr(self.model, "hf_device_map", None):
+            return None
+        with self.lock:
+            if self.fast is None or self.fast.device != self.device:
+                self.fast = FastPath(self.model, self.device)
+        if wait:
+            for graph in graphs:
+                self.fast.compile_now(*graph)
+        else:
+            self.fast.compile_in_background(*graphs, delay_s=delay_s)
+        return self.fast
 
     def kernel(self, capture: Capture) -> str:
         """The attention kernel that computes the outputs of a pass that captures like `capture`."""

@@ -24,6 +24,7 @@ from transformers import DynamicCache
 
 from .clock import now_ms
 from .core import Engine, Pass
+from .fast import bucket_for, to_dynamic
 from .hooks import Capture
 from .kv_cache import cache_bytes, cache_tokens
 from .packed import PackedRows
@@ -94,6 +95,7 @@ class Run:
         self.capture_attention = s.attention
         self.thinking = Thinking(engine, s, engine.thinking_style, trace.prompt.templated)
         self.keep_cache = False     # keep the finished run's cache for forking (engine.prefixes)
+        self.fast: str | None = None   # the compiled graph ("plain" | "watch") the decode steps run, or None
 
     def events(self) -> Generator[Event, None, Trace]:
         trace = self.trace
@@ -102,10 +104,13 @@ class Run:
             yield Event("tokens", trace)
             reason = self.prefill()
             yield Event("prefill", trace)
+            if reason is None:
+                self.choose_path()
             reason = yield from self.decode(reason)
             self.finish(reason)
             if self.keep_cache and self.cache is not None:
-                self.engine.prefixes.keep((trace.run_id, "root"), self.cache)
+                cache = self.cache if self.fast is None else to_dynamic(self.cache, self.engine.model.config)
+                self.engine.prefixes.keep((trace.run_id, "root"), cache)
             yield Event("done", trace)
             return trace
         finally:                      # closed early (GeneratorExit) or failed: keep the partial trace
@@ -133,11 +138,42 @@ class Run:
                                      tokens_per_s=n / out.ms * 1000 if out.ms > 0 else 0.0)
         return self.emit(out, capture)
 
+    def choose_path(self) -> None:
+        """After the prefill: decode with a compiled graph if the one this run needs is ready (its
+        cache then moves into a static one); else eager, and the graph is queued for later runs."""
+        fast, s = self.engine.fast, self.trace.settings
+        if fast is None or self.cache is None or fast.device != self.engine.device:
+            return
+        bucket = bucket_for(len(self.ids) + s.max_new_tokens, self.engine.info.context_length)
+        variant = "watch" if self.capture_attention or s.logit_lens else "plain"
+        if not fast.ready(variant, bucket):
+            if bucket is not None:
+                fast.compile_in_background((variant, bucket))
+            return
+        with self.engine.lock:
+            self.cache = fast.adopt(self.cache, bucket)
+        self.fast = variant
+        self.trace.observation.decode, self.trace.observation.static_cache_tokens = "compiled", bucket
+
     def decode_one_token(self) -> str | None:
         """Feed the newest token (or, without a cache, the whole sequence) and pick the next one."""
-        fed = self.ids[-1:] if self.cache is not None else self.ids
         capture = self.capture()
+        if self.fast is not None:
+            return self.emit(self.compiled_pass(capture), capture)
+        fed = self.ids[-1:] if self.cache is not None else self.ids
         return self.emit(self.engine.forward(torch.tensor([fed]), self.cache, capture), capture)
+
+    def compiled_pass(self, capture: Capture) -> Pass:
+        """One compiled step. Its attention rows and layer outputs are outputs of the graph, so their
+        cost is inside the step's time (the bench measures it: fast_capture_ratio)."""
+        with self.engine.lock:
+            out = self.engine.fast.step(self.fast, self.ids[-1], len(self.ids) - 1, self.cache)
+        keys = len(self.ids)
+        if capture.attention:
+            capture.rows.update(enumerate(out.rows[:, :, :keys]))
+        if capture.lens:           # hidden[0] is the embeddings; hidden[i + 1] the output of layer i
+            capture.hidden.update((i, h[0, -1]) for i, h in enumerate(out.hidden[1:-1]))
+        return Pass(logits=out.logits, ms=out.ms, capture_ms=0.0)
 
     def capture(self, map_tokens: int = 0) -> Capture:
         s = self.trace.settings

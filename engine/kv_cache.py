@@ -12,14 +12,17 @@ def cache_tokens(cache: DynamicCache | None) -> int:
 
 
 def cache_bytes(cache: DynamicCache | None) -> int:
-    """Bytes held by every layer's key and value tensors ([batch, kv_heads, seq, head_dim] each)."""
+    """Bytes of the keys and values every layer holds ([batch, kv_heads, seq, head_dim] each). A
+    static cache allocates all its slots at once; only the written ones count (its tensors' bytes
+    per position times the positions written), so the curve is the same on both paths."""
     if cache is None:
         return 0
     total = 0
     for layer in cache.layers:
+        written = int(layer.get_seq_length()) if getattr(layer, "is_initialized", True) else 0
         for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
             if t is not None and t.numel():
-                total += t.numel() * t.element_size()
+                total += t.numel() // t.shape[-2] * min(written, t.shape[-2]) * t.element_size()
     return total
 
 

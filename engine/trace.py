@@ -175,6 +175,10 @@ class Observation:
     kernel: str                 # attention kernel that computed the outputs: "sdpa", "eager", ...
     attention: str | None       # "sdpa-capture" (rows recomputed beside SDPA), "eager-hooks", or None
     logit_lens: bool
+    # the decode steps' path: "eager", or "compiled" (engine/fast.py: a torch.compile'd step over a
+    # static cache of `static_cache_tokens` slots; its attention rows are part of the graph)
+    decode: str = "eager"
+    static_cache_tokens: int | None = None
 
 
 @dataclass

@@ -13,6 +13,9 @@ sys.path.insert(0, str(ROOT))
 OUTPUT = ROOT / "test-output"
 # Tests never reach a model hub: fail fast instead of retrying a network that is not there.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# the apps started here do not compile their decode step in the background (minutes of both cores
+# under every other test); tests/test_fast.py compiles it once, in-process
+os.environ.setdefault("TBT_COMPILE", "0")
 
 
 @pytest.fixture(scope="session")

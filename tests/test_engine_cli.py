@@ -37,7 +37,7 @@ def test_trace_command_reports_bad_input_cleanly(tmp_path):
 
 @pytest.mark.slow
 def test_bench_command_prints_the_figures():
-    done = run_cli("bench", "--json", "--new-tokens", "6", "--repeats", "1")
+    done = run_cli("bench", "--json", "--new-tokens", "6", "--repeats", "1", "--no-fast")   # fast: test_fast.py
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     for key in ("hf_generate_tok_s", "engine_tok_s", "engine_wall_tok_s", "engine_attention_tok_s",

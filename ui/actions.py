@@ -93,6 +93,10 @@ def status_md(trace: Trace, lang: str) -> str:
         parts.append(f"{label('stop_reason', lang)}: **{label('stop_' + s.stop_reason, lang)}**")
     if trace.served:
         parts.append(label("served_status", lang, endpoint=trace.served.endpoint))
+    elif trace.observation and trace.steps:
+        o = trace.observation        # which path ran the decode steps (engine/fast.py)
+        parts.append(label("decode_compiled", lang, slots=o.static_cache_tokens) if o.decode == "compiled"
+                     else label("decode_eager", lang))
     return " · ".join(parts)
 
 

@@ -173,6 +173,8 @@ class Api:
         models = self.models
         return {"active_runs": sum(e.active_runs for e in list(models.engines.values())),
                 "models": models.allowed, "default": models.default, "loaded": list(models.engines),
+                # the compiled decode graphs of the default model: queued, compiling, ready or failed
+                "fast": models.engine.fast.describe() if models.engine.fast else None,
                 "limits": dataclasses.asdict(models.engine.limits)}
 
     def declare(self) -> None:

@@ -16,6 +16,10 @@ import gradio as gr
 import torch
 
 from engine import EMBEDDED, Engine, EngineError
+from engine.fast import BUCKETS, enabled_by_env
+
+FIRST_BUCKET = BUCKETS[0]
+COMPILE_DELAY_S = 15.0
 
 from .errors import internal, reference
 from .gpu import ZERO_GPU
@@ -33,7 +37,12 @@ def load_engine(model_id: str) -> Engine:
     ZeroGPU the model goes to "cuda" whole, as `spaces` requires (its patched CUDA has no devices
     for accelerate to spread over before a GPU function runs)."""
     device_map = "auto" if model_id != EMBEDDED and torch.cuda.is_available() and not ZERO_GPU else None
-    return Engine.load(None if model_id == EMBEDDED else model_id, device_map=device_map)
+    engine = Engine.load(None if model_id == EMBEDDED else model_id, device_map=device_map)
+    if enabled_by_env() and not ZERO_GPU:     # ZeroGPU moves the model to a GPU per call, in a child process
+        # the Explore default watches attention, so its graph comes first; the page has the cores
+        # for its start-up before the compile begins
+        engine.start_fast(("watch", FIRST_BUCKET), ("plain", FIRST_BUCKET), delay_s=COMPILE_DELAY_S)
+    return engine
 
 
 class Models:

@@ -1,0 +1,135 @@
+"""The compiled decode path (engine/fast.py) on the embedded model: both graphs compile, a compiled
+run gives `generate`'s greedy tokens and the eager path's captures, runs reuse the graphs without
+recompiling, and whatever the graphs cannot serve stays on the eager path and says so.
+
+The two graphs are compiled once for this module (a minute or two each on two cores; Inductor's
+persistent cache makes a second session faster) and the engine goes back to eager afterwards.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from engine import Settings, Trace, run_trace, stream_trace
+from engine.fast import BUCKETS, bucket_for
+from engine.fast_bench import PROMPTS, fast_figures, greedy_ids, identical
+from engine.fork import run_fork
+from engine.packed import SCALE
+from ui.actions import status_md
+
+BUCKET = BUCKETS[0]
+WATCHED = Settings(max_new_tokens=24, ignore_eos=True, attention=True, logit_lens=True)
+
+
+@pytest.fixture(scope="module")
+def fast(engine):
+    f = engine.start_fast(("plain", BUCKET), ("watch", BUCKET), wait=True)
+    yield f
+    engine.fast = None          # the other modules' runs are eager, as they were written for
+
+
+def eager(engine, prompt: str, settings: Settings, **kwargs) -> Trace:
+    kept, engine.fast = engine.fast, None
+    try:
+        return run_trace(engine, prompt, settings, **kwargs)
+    finally:
+        engine.fast = kept
+
+
+def test_both_graphs_compile(fast):
+    assert fast is not None
+    assert fast.state("plain", BUCKET) == "ready" and fast.state("watch", BUCKET) == "ready", fast.describe()
+    assert fast.state("plain", BUCKETS[1]) == "not compiled"
+
+
+def test_compiled_greedy_tokens_equal_generate(engine, fast):
+    result = identical(engine, 40, PROMPTS[:3])
+    assert all(r["path"] == "compiled" for r in result.values()), result
+    assert all(r["equal"] for r in result.values()), result
+
+
+def test_a_watched_compiled_run_captures_what_the_eager_path_captures(engine, fast):
+    prompt = "什么是量子计算？"
+    compiled, reference = run_trace(engine, prompt, WATCHED), eager(engine, prompt, WATCHED)
+    assert (compiled.observation.decode, compiled.observation.static_cache_tokens) == ("compiled", BUCKET)
+    assert (reference.observation.decode, reference.observation.static_cache_tokens) == ("eager", None)
+    assert [s.id for s in compiled.steps] == [s.id for s in reference.steps]
+    # the static cache's bytes count only the written slots: the same curve as the dynamic cache
+    assert [s.kv_bytes for s in compiled.steps] == [s.kv_bytes for s in reference.steps]
+    assert [s.kv_tokens for s in compiled.steps] == [s.kv_tokens for s in reference.steps]
+    assert compiled.summary.kv_bytes_final == reference.summary.kv_bytes_final
+    # attention rows from the graph's outputs: the eager capture's rows, over exactly the cached keys
+    # (a trace stores them in steps of 1/4095: a float-level difference can move a value one step)
+    for mine, theirs in zip(compiled.attention.steps, reference.attention.steps):
+        a, b = mine.unpack(), theirs.unpack()
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, atol=1 / SCALE + 2e-5)
+    for mine, theirs in zip(compiled.steps, reference.steps):     # the lens from the graph's hidden states
+        assert [g.id for g in mine.lens] == [g.id for g in theirs.lens]
+        assert [g.p for g in mine.lens] == pytest.approx([g.p for g in theirs.lens], abs=1e-4)
+    Trace.from_json(compiled.to_json()).validate()
+    assert "compiled" in status_md(compiled, "en") and "已编译" in status_md(compiled, "zh")
+    assert "eager" in status_md(reference, "en")
+
+
+def test_runs_reuse_the_graphs_without_recompiling(engine, fast):
+    import torch._dynamo
+    plain = Settings(max_new_tokens=12, ignore_eos=True)
+    with torch._dynamo.config.patch(error_on_recompile=True):   # a recompile would raise here
+        for prompt, settings in [("Hello, world!", plain), ("A much longer prompt " * 20, plain),
+                                 ("Hi", dataclasses.replace(WATCHED, max_new_tokens=6))]:
+            assert run_trace(engine, prompt, settings).observation.decode == "compiled"
+
+
+def test_sampling_stays_outside_the_graph(engine, fast):
+    sampled = Settings(max_new_tokens=20, temperature=0.9, top_k=40, top_p=0.95, seed=7, ignore_eos=True)
+    compiled, reference = run_trace(engine, "Tell me a story.", sampled), eager(engine, "Tell me a story.", sampled)
+    assert compiled.observation.decode == "compiled"
+    assert [s.id for s in compiled.steps] == [s.id for s in reference.steps]
+
+
+def test_what_no_ready_graph_serves_stays_eager_and_is_queued(engine, fast, monkeypatch):
+    queued = []
+    monkeypatch.setattr(fast, "compile_in_background", lambda *keys, **kw: queued.extend(keys))
+    long = Settings(max_new_tokens=BUCKET, ignore_eos=True)          # prompt + new tokens > the ready bucket
+    events = stream_trace(engine, "Hello", long)
+    for event in events:
+        if event.kind == "step":
+            break
+    events.close()
+    assert event.trace.observation.decode == "eager"
+    assert queued == [("plain", bucket_for(len(event.trace.prompt.tokens) + BUCKET, engine.info.context_length))]
+    no_cache = Settings(max_new_tokens=4, use_cache=False)
+    assert run_trace(engine, "Hello", no_cache).observation.decode == "eager"
+
+
+def test_a_compiled_run_can_be_forked(engine, fast):
+    run = run_trace(engine, "Name three colours.", Settings(max_new_tokens=10, ignore_eos=True), keep_cache=True)
+    assert run.observation.decode == "compiled"
+    kept = engine.prefixes.get((run.run_id, "root"))
+    assert kept.get_seq_length() == len(run.prompt.tokens) + len(run.steps) - 1   # the last token was not fed
+    at, token = 4, next(c.id for c in run.steps[4].candidates if c.id != run.steps[4].id)
+    branch = run_fork(engine, run, at, token, max_new_tokens=6).branches[-1]
+    assert branch.rebuilt_ms is None
+    prefix = [t.id for t in run.prompt.tokens] + [s.id for s in run.steps[:at]] + [token]
+    with torch.inference_mode():
+        out = engine.model.generate(input_ids=torch.tensor([prefix]), max_new_tokens=6, min_new_tokens=6,
+                                    do_sample=False)
+    assert [s.id for s in branch.steps[1:]] == out[0, len(prefix):].tolist()
+
+
+def test_the_bench_figures(engine, fast):
+    result = fast_figures(engine, PROMPTS[0], new_tokens=8, repeats=1)
+    assert result["fast_identical"] is True, result["fast_identical_prompts"]
+    assert set(result["fast_identical_prompts"]) == set(PROMPTS)
+    for key in ("fast_tok_s", "fast_ratio", "fast_capture_tok_s", "fast_capture_ratio", "fast_tpot_ms",
+                "fast_hf_generate_tok_s"):
+        assert result[key] > 0, key
+    # one repeat: the ratio is that round's ratio
+    assert result["fast_ratio"] == pytest.approx(result["fast_tok_s"] / result["fast_hf_generate_tok_s"])
+    assert result["fast_static_cache_tokens"] == BUCKET
+    assert greedy_ids(engine, PROMPTS[2], 8)        # the reference itself produces tokens
