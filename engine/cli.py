@@ -66,6 +66,9 @@ def parser() -> argparse.ArgumentParser:
     lab.add_argument("--draft", default=None,
                      help="a draft model for speculative decoding, with the model's vocabulary (hub id or folder; "
                           "'embedded' drafts with the model itself, which shows the mechanism, not a gain)")
+    lab.add_argument("--weight-formats", default=None,
+                     help="comma list for the weights experiment, fp32 first: fp32,bf16,int8,nf4 (default) and "
+                          "the opt-in bf16-int8 (int8 weight-only, bf16 activations)")
     lab.add_argument("--json", action="store_true", help="print JSON only")
 
     f = sub.add_parser("fork", help="continue a trace from step K with another token, reusing the cached prefix")
@@ -120,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
             from .lab import run_lab
             only = args.only.split(",") if args.only else None
             draft = _draft(engine, args)
-            result = run_lab(engine, quick=args.quick, only=only, draft=draft)
+            formats = tuple(f.strip() for f in args.weight_formats.split(",")) if args.weight_formats else None
+            result = run_lab(engine, quick=args.quick, only=only, draft=draft, weight_formats=formats)
         elif args.command == "fork":
             from .fork_bench import fork_bench
             result = fork_bench(engine)

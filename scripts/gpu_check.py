@@ -67,6 +67,29 @@ def smoke(e):
     log("smoke_fork", {"branch_steps": len(branch.steps), "ttft_ms": branch.summary.ttft_ms, "copy_ms": branch.copy_ms})
 
 
+def fast(e):
+    """The compiled decode path (CUDA graphs): its graphs' states, its tokens against eager, its speed."""
+    import time
+    start = time.perf_counter()
+    f = e.start_fast(("plain", 512), ("watch", 512), wait=True)
+    log("fast_compile", {"s": round(time.perf_counter() - start, 1), "graphs": f.describe() if f else None})
+    if f is None or f.state("plain", 512) != "ready":
+        return
+    settings = Settings(max_new_tokens=64, ignore_eos=True)
+    compiled = run_trace(e, prompt, settings)
+    kept, e.fast = e.fast, None
+    reference = run_trace(e, prompt, settings)
+    e.fast = kept
+    rounds = []
+    for _ in range(3):
+        hf = hf_generate_tok_s(e, prompt, 64)
+        t = run_trace(e, prompt, settings)
+        w = run_trace(e, prompt, Settings(max_new_tokens=64, ignore_eos=True, attention=True))
+        rounds.append((hf, wall_tok_s(t), t.summary.tpot_ms, wall_tok_s(w), w.observation.decode))
+    log("fast", {"path": compiled.observation.decode, "same_tokens_as_eager": [s.id for s in compiled.steps] == [
+        s.id for s in reference.steps], "rounds (hf, fast wall tok/s, fast tpot ms, watched tok/s, path)": rounds})
+
+
 def lab(e):
     result = run_lab(e, only=["batching", "verify", "speculative"])
     log("lab_bf16", {
@@ -82,7 +105,11 @@ def lab(e):
 for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
     engine = engine_of(dtype)
     speed(engine, name)
-    smoke(engine) if name == "fp32" else lab(engine)
+    if name == "fp32":
+        smoke(engine)
+        fast(engine)
+    else:
+        lab(engine)
     del engine
     torch.cuda.empty_cache()
 print("done", flush=True)

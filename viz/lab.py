@@ -19,7 +19,7 @@ from .kv import BYTES_LABEL, _powers_of_two
 from .labels import LABELS, label
 from .theme import BLUE, INK, ORANGE
 
-FORMAT_NAMES = {"fp32": "fp32", "bf16": "bf16", "int8": "int8 (LLM.int8)"}
+FORMAT_NAMES = {"fp32": "fp32", "bf16": "bf16", "int8": "int8 (LLM.int8)", "bf16-int8": "int8 weight-only (bf16)"}
 
 
 def format_name(key: str, lang: str) -> str:

@@ -44,7 +44,8 @@ EXPERIMENTS: dict[str, Callable[..., dict]] = {
 
 def run_lab(engine: Engine, quick: bool = False, only: list[str] | None = None,
             progress: Callable[[float, str], None] | None = None,
-            cancel: threading.Event | None = None, draft: Engine | None = None) -> dict:
+            cancel: threading.Event | None = None, draft: Engine | None = None,
+            weight_formats: tuple[str, ...] | None = None) -> dict:
     names = [n.strip() for n in only if n.strip()] if only else list(EXPERIMENTS)
     unknown = [n for n in names if n not in EXPERIMENTS]
     if unknown or not names:
@@ -65,6 +66,8 @@ def run_lab(engine: Engine, quick: bool = False, only: list[str] | None = None,
             break
         start = time.monotonic()
         extra = {"draft": draft} if name == "speculative" else {}
+        if name == "weights" and weight_formats:
+            extra = {"formats": tuple(weight_formats)}
         result[name] = EXPERIMENTS[name](engine, quick=quick, progress=_part(progress, i, len(names), name),
                                          cancel=cancel, **extra)
         result["seconds"][name] = round(time.monotonic() - start, 2)

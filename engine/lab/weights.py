@@ -27,6 +27,7 @@ from ..core import Engine
 from ..errors import InvalidRequest
 from ..loading import EMBEDDED, embedded_gguf, load
 from ..trace import Settings
+from . import int8_weight_only
 from .measure import Steps, Stopped, attention, greedy_timing, is_cuda, medians, release
 
 PROMPT = "Explain in two sentences why the sky is blue."
@@ -40,6 +41,7 @@ QUALITY_TEXTS = (
     "def fibonacci(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n",
 )
 FORMATS = ("fp32", "bf16", "int8", "nf4")
+OPT_IN = (int8_weight_only.NAME,)     # measured only when asked for (`lab --weight-formats`)
 SIZES = {False: {"new_tokens": 16, "repeats": 3}, True: {"new_tokens": 4, "repeats": 2}}
 KERNEL = "sdpa"
 HELD_FOR = "weights"   # the experiment's name: the page says it in its own language
@@ -114,6 +116,11 @@ def quantization_config(fmt: str, engine: Engine):
 def obtain(engine: Engine, fmt: str):
     """(model, shared): the engine's own model when it already is that format, else a fresh copy."""
     own = engine.info.quantization in (None, "gguf-q4_1 (dequantized)")
+    if fmt == int8_weight_only.NAME:
+        model, _ = obtain(engine, "bf16")
+        if model is engine.model:      # never quantize the engine's own model in place
+            raise Unavailable("load", "the engine's model is bf16 already; load it as fp32 to compare")
+        return int8_weight_only.quantize(model), False
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}.get(fmt)
     if own and dtype is not None and engine.model.dtype == dtype:
         return engine.model, True
@@ -154,7 +161,10 @@ def run(engine: Engine, quick: bool = False, progress=None, cancel: threading.Ev
         formats: tuple[str, ...] = FORMATS, new_tokens: int | None = None,
         repeats: int | None = None) -> dict:
     if "fp32" not in formats[:1]:
-        raise ValueError("fp32 comes first: it is the reference for the quality numbers")
+        raise InvalidRequest("fp32 comes first: it is the reference for the quality numbers")
+    unknown = [f for f in formats if f not in FORMATS + OPT_IN]
+    if unknown:
+        raise InvalidRequest(f"unknown weight format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS + OPT_IN)}")
     limits = getattr(engine, "limits", None)
     cap = limits.lab_max_parameters if limits is not None else None
     if cap is not None and engine.info.parameters > cap:
