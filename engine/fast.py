@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 BUCKETS = (512, 1024, 2048, 4096)     # static cache lengths; a run takes the smallest that holds it
 VARIANTS = ("plain", "watch")          # without / with attention rows and layer outputs as outputs
+IDLE_WAIT_S = 60.0                     # how long a queued compile waits for the runs in progress
 
 
 def compile_cache_dir() -> str:
@@ -99,6 +100,8 @@ class FastPath:
 
         self._fns = {"plain": self._compile(plain), "watch": self._compile(watch)}
         self._primed = False
+        self.compiling = 0          # graphs being compiled now: runs alongside say their times suffer
+        self.busy = lambda: False   # set by the engine: True while runs are in progress
 
     def _compile(self, fn):
         if self.on_cuda:
@@ -131,6 +134,7 @@ class FastPath:
                 return "ready"
             self._states[key] = "compiling"
         start = time.perf_counter()
+        self.compiling += 1
         try:
             with torch.no_grad():
                 if variant == "watch" and not self._primed:
@@ -150,6 +154,8 @@ class FastPath:
         except Exception as exc:          # a model or backend the compiler cannot take: the eager path stays
             log.warning("compiling the %s decode step (bucket %d) failed: %s", variant, bucket, exc)
             state = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        finally:
+            self.compiling -= 1
         self.compile_s[key] = time.perf_counter() - start
         self._states[key] = state
         return state
@@ -169,6 +175,11 @@ class FastPath:
     def _work(self, delay_s: float) -> None:
         time.sleep(delay_s)
         while True:
+            # a compile takes the cores (and much of the interpreter) for a minute or two: start
+            # each one between runs, unless runs keep coming for a minute
+            deadline = time.monotonic() + IDLE_WAIT_S
+            while self.busy() and time.monotonic() < deadline:
+                time.sleep(0.5)
             with self._lock:
                 if not self._queue:
                     return

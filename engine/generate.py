@@ -123,13 +123,21 @@ class Run:
         while reason is None:
             if self.cancel.is_set():
                 return "cancelled"
+            self.note_compile()
             reason = self.decode_one_token()
             yield Event("step", self.trace)
         return reason
 
     # --- phases -------------------------------------------------------------------------------
+    def note_compile(self) -> None:
+        """Mark the run if a compiled graph is being compiled in this process now (engine/fast.py)."""
+        fast = self.engine.fast
+        if fast is not None and fast.compiling and self.trace.observation is not None:
+            self.trace.observation.beside_compile = True
+
     def prefill(self) -> str | None:
         """One forward pass over every prompt token; its logits give the first new token."""
+        self.note_compile()
         limits, n = self.engine.limits, len(self.ids)
         mapped = min(n, limits.attention_prompt_tokens) if self.capture_attention else 0
         capture = self.capture(map_tokens=mapped)

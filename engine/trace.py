@@ -179,6 +179,8 @@ class Observation:
     # static cache of `static_cache_tokens` slots; its attention rows are part of the graph)
     decode: str = "eager"
     static_cache_tokens: int | None = None
+    # a graph was compiling in this process during the run: its times include that contention
+    beside_compile: bool = False
 
 
 @dataclass

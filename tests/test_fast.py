@@ -133,3 +133,12 @@ def test_the_bench_figures(engine, fast):
     assert result["fast_ratio"] == pytest.approx(result["fast_tok_s"] / result["fast_hf_generate_tok_s"])
     assert result["fast_static_cache_tokens"] == BUCKET
     assert greedy_ids(engine, PROMPTS[2], 8)        # the reference itself produces tokens
+
+
+def test_a_run_beside_a_compile_says_its_times_suffer(engine, fast, monkeypatch):
+    monkeypatch.setattr(fast, "compiling", 1)          # as while the background thread compiles
+    trace = run_trace(engine, "Hi", Settings(max_new_tokens=3, ignore_eos=True))
+    assert trace.observation.beside_compile
+    assert "compiled in the background" in status_md(trace, "en") and "后台正在编译" in status_md(trace, "zh")
+    monkeypatch.setattr(fast, "compiling", 0)
+    assert not run_trace(engine, "Hi", Settings(max_new_tokens=3, ignore_eos=True)).observation.beside_compile

@@ -97,6 +97,8 @@ def status_md(trace: Trace, lang: str) -> str:
         o = trace.observation        # which path ran the decode steps (engine/fast.py)
         parts.append(label("decode_compiled", lang, slots=o.static_cache_tokens) if o.decode == "compiled"
                      else label("decode_eager", lang))
+        if o.beside_compile:
+            parts.append(label("beside_compile", lang))
     return " · ".join(parts)
 
 
