@@ -16,6 +16,7 @@ from pathlib import Path
 import gradio as gr
 
 from engine import EngineError
+from engine.fast import MAIN
 from engine.request import Limits
 from engine.served import endpoints_from_env
 from engine.trace import ModelInfo
@@ -115,9 +116,19 @@ def main() -> None:
     demo = build(models, endpoints)
     # Runs share the "engine" group's limit (TBT_CONCURRENCY) and the lab its own; everything else
     # (drawing a chart, reading a file) may serve a few visitors at once instead of one.
+    fast = models.engine.fast is not None
     demo.queue(max_size=64, default_concurrency_limit=4).launch(
         server_name=args.host, server_port=args.port, share=args.share, show_error=False,
-        css=CSS + PAGE_CSS, i18n=I18N, max_file_size=models.engine.limits.max_upload_bytes)
+        css=CSS + PAGE_CSS, i18n=I18N, max_file_size=models.engine.limits.max_upload_bytes,
+        prevent_thread_lock=fast)
+    if fast:
+        # the compiled decode path compiles and steps on the main thread (engine/fast.py says why)
+        try:
+            MAIN.serve()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            demo.close()
 
 
 if __name__ == "__main__":

@@ -92,7 +92,6 @@ class Engine:
         with self.lock:
             if self.fast is None or self.fast.device != self.device:
                 self.fast = FastPath(self.model, self.device)
-                self.fast.busy = lambda: self._runs > 0
         if wait:
             for graph in graphs:
                 self.fast.compile_now(*graph)

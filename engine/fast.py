@@ -27,8 +27,10 @@ import copy
 import itertools
 import logging
 import os
+import queue
 import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import torch
@@ -41,7 +43,52 @@ log = logging.getLogger(__name__)
 
 BUCKETS = (512, 1024, 2048, 4096)     # static cache lengths; a run takes the smallest that holds it
 VARIANTS = ("plain", "watch")          # without / with attention rows and layer outputs as outputs
-IDLE_WAIT_S = 60.0                     # how long a queued compile waits for the runs in progress
+
+
+class MainThread:
+    """Jobs for the process's main thread. Measured here (torch 2.13, CPU): a graph compiled on any
+    other thread ran no faster than eager (TPOT 42-47 ms), and a graph compiled on the main thread
+    was fast (23-25 ms) only when it also ran there (44 ms on a worker thread). So the compiled
+    path compiles and steps on the main thread: the CLI, the bench and the tests are there
+    already; the app's main thread serves these jobs after launching the page (`serve`)."""
+
+    def __init__(self):
+        self.jobs: queue.Queue = queue.Queue()
+        self.serving = False
+
+    def here(self) -> bool:
+        """Can the calling thread run compiled steps (it is the main thread, or the main thread serves)?"""
+        return self.serving or threading.current_thread() is threading.main_thread()
+
+    def run(self, fn, *args):
+        if threading.current_thread() is threading.main_thread():
+            return fn(*args)
+        if not self.serving:
+            raise RuntimeError("compiled steps run on the main thread, which is not serving them")
+        done: Future = Future()
+        self.jobs.put((fn, args, done))
+        return done.result()
+
+    def serve(self, stop: threading.Event | None = None) -> None:
+        """Run jobs until `stop` is set (or Ctrl-C); the app's main thread, after launch."""
+        assert threading.current_thread() is threading.main_thread()
+        self.serving = True
+        try:
+            while stop is None or not stop.is_set():
+                try:
+                    fn, args, done = self.jobs.get(timeout=0.5)
+                except queue.Empty:
+                    continue
+                if done.set_running_or_notify_cancel():
+                    try:
+                        done.set_result(fn(*args))
+                    except BaseException as exc:      # handed to the waiting run
+                        done.set_exception(exc)
+        finally:
+            self.serving = False
+
+
+MAIN = MainThread()
 
 
 def compile_cache_dir() -> str:
@@ -100,17 +147,21 @@ class FastPath:
 
         self._fns = {"plain": self._compile(plain), "watch": self._compile(watch)}
         self._primed = False
-        self.compiling = 0          # graphs being compiled now: runs alongside say their times suffer
-        self.busy = lambda: False   # set by the engine: True while runs are in progress
+        self.compiling = 0          # graphs being compiled (or about to be): runs now go eager
+        self.in_use = 0             # runs on a compiled graph now
 
     def _compile(self, fn):
         if self.on_cuda:
             return torch.compile(fn, mode="reduce-overhead", fullgraph=True, dynamic=False)
         import torch._inductor.config as inductor
-        # process-wide, and only read by compiles (this path is the only one that compiles)
+        # Set on the config module, process-wide (only this path compiles): given as `options=`
+        # instead, the graph came out frozen but as slow as eager (TPOT 45 ms against 25 ms). No
+        # FX graph cache: a frozen graph loaded from it was as slow (47 ms, torch 2.13), so each
+        # start compiles; the C++ kernels' build cache and the autotuning results persist.
         inductor.freezing = True
         inductor.max_autotune = True
         inductor.max_autotune_gemm_backends = "CPP,ATEN"
+        inductor.fx_graph_cache = False
         return torch.compile(fn, fullgraph=True, dynamic=False)
 
     # --- state --------------------------------------------------------------------------------
@@ -119,6 +170,19 @@ class FastPath:
 
     def ready(self, variant: str, bucket: int | None) -> bool:
         return bucket is not None and self._states.get((variant, bucket)) == "ready"
+
+    def acquire(self, variant: str, bucket: int | None) -> bool:
+        """A run takes a ready graph for its decode steps (False: decode eagerly). Not while a
+        compile runs or waits to: it holds the main thread for a minute or two."""
+        with self._lock:
+            if self.compiling or not self.ready(variant, bucket) or not MAIN.here():
+                return False
+            self.in_use += 1
+            return True
+
+    def release(self) -> None:
+        with self._lock:
+            self.in_use -= 1
 
     def describe(self) -> dict:
         """For the status API and the bench: each graph's state and compile time."""
@@ -134,7 +198,8 @@ class FastPath:
                 return "ready"
             self._states[key] = "compiling"
         start = time.perf_counter()
-        self.compiling += 1
+        with self._lock:
+            self.compiling += 1
         try:
             with torch.no_grad():
                 if variant == "watch" and not self._primed:
@@ -155,36 +220,44 @@ class FastPath:
             log.warning("compiling the %s decode step (bucket %d) failed: %s", variant, bucket, exc)
             state = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
         finally:
-            self.compiling -= 1
+            with self._lock:
+                self.compiling -= 1
         self.compile_s[key] = time.perf_counter() - start
         self._states[key] = state
         return state
 
     def compile_in_background(self, *keys: tuple[str, int], delay_s: float = 0.0) -> None:
-        """Queue graphs for the worker thread (started on demand, after `delay_s` when it starts now:
-        a page starting up has the cores first); already queued or done ones are skipped."""
+        """Queue graphs to compile on the main thread when it serves (the app); a scheduler thread
+        waits `delay_s` first (a page starting up has the cores), then for the compiled runs in
+        progress to end. Already queued or compiled graphs are skipped. Without a serving main
+        thread the graphs stay queued (`compile_now` compiles on the caller's thread)."""
         with self._lock:
             for key in keys:
                 if key not in self._states and key not in self._queue:
                     self._queue.append(key)
                     self._states[key] = "queued"
             if self._queue and (self._worker is None or not self._worker.is_alive()):
-                self._worker = threading.Thread(target=self._work, args=(delay_s,), name="tbt-compile", daemon=True)
+                self._worker = threading.Thread(target=self._schedule, args=(delay_s,), name="tbt-compile",
+                                                daemon=True)
                 self._worker.start()
 
-    def _work(self, delay_s: float) -> None:
+    def _schedule(self, delay_s: float) -> None:
         time.sleep(delay_s)
         while True:
-            # a compile takes the cores (and much of the interpreter) for a minute or two: start
-            # each one between runs, unless runs keep coming for a minute
-            deadline = time.monotonic() + IDLE_WAIT_S
-            while self.busy() and time.monotonic() < deadline:
+            while not MAIN.serving:
                 time.sleep(0.5)
             with self._lock:
                 if not self._queue:
                     return
                 key = self._queue.pop(0)
-            self.compile_now(*key)
+                self.compiling += 1      # from here new runs decode eagerly
+            try:
+                while self.in_use:       # compiled runs in progress finish first (they need the main thread)
+                    time.sleep(0.2)
+                MAIN.run(self.compile_now, *key)
+            finally:
+                with self._lock:
+                    self.compiling -= 1
 
     # --- running ------------------------------------------------------------------------------
     def adopt(self, cache: DynamicCache, bucket: int) -> StaticCache:
@@ -206,7 +279,10 @@ class FastPath:
         return cache
 
     def step(self, variant: str, token: int, position: int, cache: StaticCache) -> Step:
-        """One compiled decode step; the caller holds the engine's lock."""
+        """One compiled decode step, on the main thread; the caller holds the engine's lock."""
+        return MAIN.run(self._step, variant, token, position, cache)
+
+    def _step(self, variant: str, token: int, position: int, cache: StaticCache) -> Step:
         ids = torch.tensor([[token]], device=self.device)
         pos = torch.tensor([position], device=self.device)
         with torch.no_grad():

@@ -115,6 +115,8 @@ class Run:
             return trace
         finally:                      # closed early (GeneratorExit) or failed: keep the partial trace
             self.engine._count_run(-1)
+            if self.fast is not None:
+                self.engine.fast.release()
             if trace.summary is None:
                 self.finish("cancelled")
 
@@ -147,20 +149,21 @@ class Run:
         return self.emit(out, capture)
 
     def choose_path(self) -> None:
-        """After the prefill: decode with a compiled graph if the one this run needs is ready (its
-        cache then moves into a static one); else eager, and the graph is queued for later runs."""
+        """After the prefill: decode with a compiled graph if the one this run needs is ready and
+        free to use (its cache then moves into a static one); else eager, and the graph is queued
+        for later runs."""
         fast, s = self.engine.fast, self.trace.settings
         if fast is None or self.cache is None or fast.device != self.engine.device:
             return
         bucket = bucket_for(len(self.ids) + s.max_new_tokens, self.engine.info.context_length)
         variant = "watch" if self.capture_attention or s.logit_lens else "plain"
-        if not fast.ready(variant, bucket):
+        if not fast.acquire(variant, bucket):
             if bucket is not None:
                 fast.compile_in_background((variant, bucket))
             return
+        self.fast = variant                 # released when the run ends (events' finally)
         with self.engine.lock:
             self.cache = fast.adopt(self.cache, bucket)
-        self.fast = variant
         self.trace.observation.decode, self.trace.observation.static_cache_tokens = "compiled", bucket
 
     def decode_one_token(self) -> str | None:

@@ -9,6 +9,7 @@ persistent cache makes a second session faster) and the engine goes back to eage
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 import pytest
@@ -142,3 +143,32 @@ def test_a_run_beside_a_compile_says_its_times_suffer(engine, fast, monkeypatch)
     assert "compiled in the background" in status_md(trace, "en") and "后台正在编译" in status_md(trace, "zh")
     monkeypatch.setattr(fast, "compiling", 0)
     assert not run_trace(engine, "Hi", Settings(max_new_tokens=3, ignore_eos=True)).observation.beside_compile
+
+
+def test_other_threads_step_through_the_serving_main_thread(engine, fast):
+    """The app's runs are on worker threads: their compiled steps go to the main thread, which
+    serves them (here: this test's thread, the main one); without it they decode eagerly."""
+    import threading
+    from engine.fast import MAIN
+    results, stop = {}, threading.Event()
+
+    def visitor(wait_for_main: bool = False):
+        while wait_for_main and not MAIN.serving:
+            time.sleep(0.01)
+        try:
+            results["trace"] = run_trace(engine, "Hello", Settings(max_new_tokens=4, ignore_eos=True))
+            results["thread"] = threading.current_thread() is not threading.main_thread()
+        finally:
+            stop.set()
+
+    alone = threading.Thread(target=visitor)
+    alone.start()
+    alone.join()                                     # nobody serves: that run decoded eagerly
+    assert results["trace"].observation.decode == "eager" and results["thread"]
+    stop.clear()
+    served = threading.Thread(target=visitor, args=(True,))
+    served.start()
+    MAIN.serve(stop)
+    served.join()
+    assert results["trace"].observation.decode == "compiled" and not MAIN.serving
+    assert fast.in_use == 0
