@@ -11,11 +11,14 @@
 - Watching is a second graph, not a hook: its attention function appends each layer's newest
   attention row to a list the step returns, and the decoder layers' outputs (for the logit lens)
   come back as the step's hidden states. Nothing is registered per call inside the compiled step.
-- Graphs are compiled in a background thread, on this path's own copy of the model (its modules are
-  new, its weights the engine's tensors), so the engine's hooks and kernel switches never reach it.
-  Runs use the eager path until the graph they need is ready; each trace says which path ran.
-- Inductor's caches live in a persistent folder (TBT_COMPILE_CACHE, default
-  ~/.cache/token-by-token/inductor), so a restart pays the compile again only in part.
+- Graphs compile on this path's own copy of the model (its modules are new, its weights the
+  engine's tensors), so the engine's hooks and kernel switches never reach it. They compile and
+  run on the main thread (`MainThread` says why); in the app a scheduler thread queues them there
+  after start-up and between compiled runs, and runs use the eager path until the graph they need
+  is ready. Each trace says which path ran.
+- Inductor's on-disk caches live in TBT_COMPILE_CACHE (default ~/.cache/token-by-token/inductor):
+  the C++ kernel builds and the autotuning results persist; the FX graph cache is off (a frozen
+  graph loaded from it ran as slowly as eager), so each start compiles its graphs again.
 
 The prefill stays eager on a DynamicCache (its maps are captured as before); the first compiled step
 copies that cache into a static one (`adopt`).
