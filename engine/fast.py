@@ -49,11 +49,16 @@ VARIANTS = ("plain", "watch")          # without / with attention rows and layer
 
 
 class MainThread:
-    """Jobs for the process's main thread. Measured here (torch 2.13, CPU): a graph compiled on any
-    other thread ran no faster than eager (TPOT 42-47 ms), and a graph compiled on the main thread
-    was fast (23-25 ms) only when it also ran there (44 ms on a worker thread). So the compiled
-    path compiles and steps on the main thread: the CLI, the bench and the tests are there
-    already; the app's main thread serves these jobs after launching the page (`serve`)."""
+    """Jobs for the process's main thread. Measured here (torch 2.13, CPU, 2 cores): a graph
+    compiled on another thread ran no faster than eager (TPOT 42-47 ms), and one compiled on the
+    main thread was fast (23-25 ms) only when it ran there too (44 ms on a worker thread). Much of
+    that is libgomp: with more OpenMP threads than cores (each thread that runs torch ops holds a
+    pool) its threads sleep after ~100 spins, and the step's ~200 parallel regions each pay a
+    wake-up; OMP_WAIT_POLICY=ACTIVE (app.py sets it) brought a worker-driven run to 24.8 ms. So
+    the compiled path compiles and steps on the main thread: the CLI, the bench and the tests are
+    there already; the app's main thread serves these jobs after launching the page (`serve`).
+    Whether, with ACTIVE set, other threads would now do as well was not measured.
+    """
 
     def __init__(self):
         self.jobs: queue.Queue = queue.Queue()

@@ -170,9 +170,8 @@ class Run:
         """Feed the newest token (or, without a cache, the whole sequence) and pick the next one."""
         capture = self.capture()
         if self.fast is not None:
-            # the whole step on the main thread, sampling and watching too: when a worker thread's
-            # own ops ran between the main thread's compiled steps, each step took 43 ms instead of
-            # 23 (two OpenMP thread pools taking turns on two cores)
+            # the whole step on the main thread (engine/fast.py's MainThread), sampling and
+            # watching too, so a compiled run's decode work stays in one OpenMP thread pool
             return MAIN.run(lambda: self.emit(self.compiled_pass(capture), capture))
         fed = self.ids[-1:] if self.cache is not None else self.ids
         return self.emit(self.engine.forward(torch.tensor([fed]), self.cache, capture), capture)
