@@ -45,7 +45,6 @@ from .clock import now_ms
 log = logging.getLogger(__name__)
 
 BUCKETS = (512, 1024, 2048, 4096)     # static cache lengths; a run takes the smallest that holds it
-VARIANTS = ("plain", "watch")          # without / with attention rows and layer outputs as outputs
 
 
 class MainThread:
@@ -137,7 +136,7 @@ class FastPath:
         self.model = copy.deepcopy(model, shared)
         self.model.set_attn_implementation(attention.FAST_NAME)
         self.config = self.model.config
-        self._states: dict[tuple[str, int], str] = {}       # "compiling" | "ready" | "failed: ..."
+        self._states: dict[tuple[str, int], str] = {}   # "queued" | "compiling" | "ready" | "failed: ..."
         self.compile_s: dict[tuple[str, int], float] = {}
         self._lock = threading.Lock()
         self._queue: list[tuple[str, int]] = []
