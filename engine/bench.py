@@ -32,12 +32,17 @@ from .trace import Settings
 PROMPT = "Explain in two sentences why the sky is blue."
 
 
+def chat_inputs(engine: Engine, prompt: str):
+    """The prompt as plain transformers takes it: chat template, tokenized, on the model's device."""
+    return engine.tokenizer.apply_chat_template(
+        [{"role": "user", "content": prompt}], add_generation_prompt=True, return_tensors="pt",
+        return_dict=True).to(engine.device)
+
+
 def hf_generate_tok_s(engine: Engine, prompt: str, new_tokens: int) -> float:
     """Plain transformers: template, tokenize and greedy `generate`, forced to `new_tokens`."""
     start = now_ms(engine.device)
-    inputs = engine.tokenizer.apply_chat_template(
-        [{"role": "user", "content": prompt}], add_generation_prompt=True, return_tensors="pt",
-        return_dict=True).to(engine.device)
+    inputs = chat_inputs(engine, prompt)
     out = engine.model.generate(**inputs, max_new_tokens=new_tokens, min_new_tokens=new_tokens,
                                 do_sample=False)
     elapsed = now_ms(engine.device) - start

@@ -137,9 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             result = bench(engine, new_tokens=args.new_tokens, repeats=args.repeats)
             if not args.no_fast:
                 from .fast_bench import fast_figures
-                result.update(fast_figures(engine, PROMPT, args.new_tokens, args.repeats))
-                if result.get("llamacpp_decode_tok_s") and "fast_decode_tok_s" in result:
-                    result["fast_vs_llamacpp"] = result["fast_decode_tok_s"] / result["llamacpp_decode_tok_s"]
+                result.update(fast_figures(engine, PROMPT, args.new_tokens, args.repeats,
+                                           llamacpp_tok_s=result.get("llamacpp_decode_tok_s")))
         print(json.dumps(result, indent=None if args.json else 2))
         return 0
     except EngineError as exc:

@@ -204,9 +204,8 @@ class FastPath:
             if self._states.get(key) == "ready":
                 return "ready"
             self._states[key] = "compiling"
-        start = time.perf_counter()
-        with self._lock:
             self.compiling += 1
+        start = time.perf_counter()
         try:
             with torch.no_grad():
                 if variant == "watch" and not self._primed:

@@ -13,7 +13,7 @@ import dataclasses
 import statistics
 import time
 
-from .bench import hf_generate_tok_s, paired, wall_tok_s
+from .bench import chat_inputs, hf_generate_tok_s, paired, wall_tok_s
 from .core import Engine
 from .fast import bucket_for
 from .generate import run_trace
@@ -27,9 +27,7 @@ PROMPTS = ("Explain in two sentences why the sky is blue.", "什么是量子计�
 
 def greedy_ids(engine: Engine, prompt: str, new_tokens: int) -> list[int]:
     """`model.generate`'s greedy tokens for the chat-templated prompt (its EOS included)."""
-    inputs = engine.tokenizer.apply_chat_template(
-        [{"role": "user", "content": prompt}], add_generation_prompt=True, return_tensors="pt",
-        return_dict=True).to(engine.device)
+    inputs = chat_inputs(engine, prompt)
     out = engine.model.generate(**inputs, max_new_tokens=new_tokens, do_sample=False)
     return out[0, inputs["input_ids"].shape[1]:].tolist()
 
@@ -46,7 +44,10 @@ def identical(engine: Engine, new_tokens: int, prompts=PROMPTS) -> dict:
     return result
 
 
-def fast_figures(engine: Engine, prompt: str, new_tokens: int = 64, repeats: int = 3) -> dict:
+def fast_figures(engine: Engine, prompt: str, new_tokens: int = 64, repeats: int = 3,
+                 llamacpp_tok_s: float | None = None) -> dict:
+    """The compiled path's figures; `llamacpp_tok_s` (llama.cpp's decode, measured in the same run)
+    adds `fast_vs_llamacpp`."""
     bucket = bucket_for(len(engine.encode(engine.apply_template(prompt, Settings()), True)) + new_tokens,
                         engine.info.context_length)
     start = time.perf_counter()
@@ -70,11 +71,13 @@ def fast_figures(engine: Engine, prompt: str, new_tokens: int = 64, repeats: int
         tpot.append(trace.summary.tpot_ms)
         on.append(wall_tok_s(run_trace(engine, prompt, watched)))
     same = identical(engine, new_tokens)
+    decode_tok_s = 1000 / statistics.median(tpot)
     return {
         "fast_tok_s": statistics.median(off), "fast_ratio": paired(off, hf),
         "fast_hf_generate_tok_s": statistics.median(hf),
         "fast_capture_tok_s": statistics.median(on), "fast_capture_ratio": paired(on, off),
-        "fast_tpot_ms": statistics.median(tpot), "fast_decode_tok_s": 1000 / statistics.median(tpot),
+        "fast_tpot_ms": statistics.median(tpot), "fast_decode_tok_s": decode_tok_s,
+        "fast_vs_llamacpp": decode_tok_s / llamacpp_tok_s if llamacpp_tok_s else None,
         "fast_identical": all(r["equal"] for r in same.values()), "fast_identical_prompts": same,
         "fast_static_cache_tokens": bucket, "fast_compile_s": compile_s, "fast_graphs": fast.describe(),
         "fast_spread": {"fast_tok_s": spread(off), "fast_capture_tok_s": spread(on), "hf": spread(hf)},

@@ -19,7 +19,7 @@ def cache_bytes(cache: DynamicCache | None) -> int:
         return 0
     total = 0
     for layer in cache.layers:
-        written = int(layer.get_seq_length()) if getattr(layer, "is_initialized", True) else 0
+        written = int(layer.get_seq_length())
         for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
             if t is not None and t.numel():
                 total += t.numel() // t.shape[-2] * min(written, t.shape[-2]) * t.element_size()

@@ -79,6 +79,11 @@ def validate(trace: Trace, limits: Limits | None = None) -> Trace:
     if trace.attention is not None:
         _validate_attention(trace, limits)
     _validate_branches(trace, limits)
+    o = trace.observation
+    if o is not None:           # the status line prints these; a file may claim anything
+        _check(o.decode in ("eager", "compiled"), "observation.decode", f"{o.decode[:40]!r} is not eager or compiled")
+        if o.decode == "compiled":
+            _between(o.static_cache_tokens or 0, 1, MAX_CONTEXT, "observation.static_cache_tokens")
     if trace.served is not None:
         _validate_served(trace)
     return trace

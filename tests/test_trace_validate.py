@@ -41,6 +41,11 @@ def _attention_doc() -> dict:
     return doc
 
 
+def _observed(doc: dict, **fields) -> None:
+    """Give the file an observation block (older fixtures have none) with these fields."""
+    doc.setdefault("observation", {"kernel": "sdpa", "attention": None, "logit_lens": False}).update(fields)
+
+
 HOSTILE = {
     # the issue's case: 40 million prompt positions over a 1 KB block
     "prefill_tokens_huge": lambda d: d["attention"].__setitem__("prefill_tokens", 40_000_000),
@@ -62,6 +67,10 @@ HOSTILE = {
     "too_many_candidates": lambda d: d["steps"][0].__setitem__("candidates", d["steps"][0]["candidates"] * 50),
     "lens_layer_outside": lambda d: d["steps"][0].__setitem__(
         "lens", [{"layer": 10**6, "id": 1, "text": "x", "p": 0.5}]),
+    # the decode path the status line names
+    "decode_path_unknown": lambda d: _observed(d, decode="<img src=x onerror=alert(1)>" * 100),
+    "compiled_without_a_cache_size": lambda d: _observed(d, decode="compiled", static_cache_tokens=None),
+    "compiled_cache_huge": lambda d: _observed(d, decode="compiled", static_cache_tokens=10**12),
 }
 
 

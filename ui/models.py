@@ -18,11 +18,11 @@ import torch
 from engine import EMBEDDED, Engine, EngineError
 from engine.fast import BUCKETS, enabled_by_env
 
-FIRST_BUCKET = BUCKETS[0]
-COMPILE_DELAY_S = 15.0
-
 from .errors import internal, reference
 from .gpu import ZERO_GPU
+
+FIRST_BUCKET = BUCKETS[0]       # the compiled graphs the app starts with
+COMPILE_DELAY_S = 15.0          # after start-up, before the first compile
 
 
 def allowed_from_env(cli_model: str | None = None) -> list[str]:
