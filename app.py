@@ -22,10 +22,13 @@ if os.environ.get("TBT_COMPILE", "").strip().lower() not in ("0", "off", "false"
 
 import gradio as gr
 
+# Nothing imported here loads torch or transformers: the page is served first and the model loaded
+# after (main), so a visitor sees it in seconds (tests/test_startup.py keeps it so).
 from engine import EngineError
-from engine.fast import MAIN
+from engine.main_thread import MAIN
 from engine.request import Limits
 from engine.served import endpoints_from_env
+from engine.specs import short_name
 from engine.trace import ModelInfo
 from ui import walkthrough
 from ui.actions import Actions
@@ -50,8 +53,7 @@ def model_line(i: ModelInfo, lang: str) -> str:
 def model_plain(i: ModelInfo, lang: str) -> str:
     """The model in plain words, first thing on the page (the technical line is behind a toggle)."""
     device = {"cpu": "CPU"}.get(i.device.split(":")[0], "GPU")
-    return text("model_plain", lang).format(name=i.id.split(":")[-1].split("/")[-1], params=f"{i.parameters / 1e6:.0f}",
-                                            device=device)
+    return text("model_plain", lang).format(name=short_name(i.id), params=f"{i.parameters / 1e6:.0f}", device=device)
 
 
 def caps_md(limits: Limits, lang: str) -> str:
@@ -67,18 +69,20 @@ def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
         lang, present = gr.State("en"), gr.State(False)
         with gr.Column(elem_id="tbt-header"):
             gr.Markdown(t("title"))
+            # the page is built before the model loads (main): what describes the model comes with
+            # the page's first update (on_sync), which waits for it
             with gr.Row():
-                plain = gr.Markdown(model_plain(models.engine.info, "en"), elem_id="model-plain")
+                plain = gr.Markdown(text("model_loading", "en").format(name=short_name(models.default)),
+                                    elem_id="model-plain")
                 presenter = gr.Checkbox(label=t("presenter"), value=False, elem_id="presenter", scale=0,
                                         min_width=160)
-            if models.notice:
-                gr.Markdown(models.notice, elem_id="model-notice")
+            notice = gr.Markdown(visible=False, elem_id="model-notice")    # the default could not be loaded
             model_id = gr.Dropdown(models.allowed, value=models.default, label=t("model_choice"),
                                    visible=len(models.allowed) > 1, elem_id="model-choice")
             # the jargon (architecture, dtype, kernel) and the host's caps, one click away
             with gr.Accordion(t("technical"), open=False, elem_id="technical"):
-                line = gr.Markdown(model_line(models.engine.info, "en"), elem_id="model-line")
-                caps = gr.Markdown(caps_md(models.engine.limits, "en"), elem_classes="tbt-hint", elem_id="caps")
+                line = gr.Markdown(elem_id="model-line")
+                caps = gr.Markdown(caps_md(models.limits, "en"), elem_classes="tbt-hint", elem_id="caps")
                 gr.Markdown(t("language_hint"), elem_classes="tbt-hint")
         sync = gr.HTML("", js_on_load=LANG_SYNC_JS, elem_id="lang-sync")
         with gr.Tabs(elem_id="top-tabs") as top:
@@ -91,11 +95,22 @@ def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
             """The page's language or ?present=1 became known: redraw in that language."""
             language, wants_present = lang_of(evt.lang), bool(evt.present) or current_present
             return [language, wants_present, gr.Tabs(selected="walkthrough") if wants_present else gr.skip(),
-                    wants_present, caps_md(models.engine.limits, language),
-                    model_line(models.engine.info, language), model_plain(models.engine.info, language),
-                    gr.update(info=explore.prompt_info(language))]
-        sync.change(on_sync, [present], [lang, present, top, presenter, caps, line, plain, explore.prompt],
+                    wants_present, caps_md(models.limits, language), gr.update(info=explore.prompt_info(language)),
+                    gr.skip() if models.loaded else text("model_loading", language).format(
+                        name=short_name(models.default))]
+
+        def describe(language: str, chosen: str | None) -> list:
+            """The model, once it is loaded (a page opened during start-up waits here). If the
+            default could not be loaded, the list of models changed meanwhile."""
+            info = models.engine.info
+            return [model_plain(info, language), model_line(info, language),
+                    gr.update(value=models.notice, visible=bool(models.notice)),
+                    gr.update(choices=models.allowed, value=chosen if chosen in models.allowed else models.default,
+                              visible=len(models.allowed) > 1)]
+        sync.change(on_sync, [present], [lang, present, top, presenter, caps, explore.prompt, plain],
                     api_visibility="private").then(
+            describe, [lang, model_id], [plain, line, notice, model_id], api_visibility="private",
+            show_progress="hidden").then(
             explore.relabel_all, explore.render_inputs,
             [explore.trace, explore.tree_state, explore.branch, *explore.views],
             api_visibility="private").then(
@@ -119,23 +134,20 @@ def main() -> None:
         endpoints = endpoints_from_env()          # the host's served models; a bad list stops the start
     except EngineError as exc:
         raise SystemExit(f"TBT_ENDPOINTS: {exc}") from None
-    models = Models(allowed_from_env(args.model))
+    models = Models(allowed_from_env(args.model), load=False)
     demo = build(models, endpoints)
     # Runs share the "engine" group's limit (TBT_CONCURRENCY) and the lab its own; everything else
     # (drawing a chart, reading a file) may serve a few visitors at once instead of one.
-    fast = models.engine.fast is not None
     demo.queue(max_size=64, default_concurrency_limit=4).launch(
         server_name=args.host, server_port=args.port, share=args.share, show_error=False,
-        css=CSS + PAGE_CSS, i18n=I18N, max_file_size=models.engine.limits.max_upload_bytes,
-        prevent_thread_lock=fast)
-    if fast:
-        # the compiled decode path compiles and steps on the main thread (engine/fast.py says why)
-        try:
-            MAIN.serve()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            demo.close()
+        css=CSS + PAGE_CSS, i18n=I18N, max_file_size=models.limits.max_upload_bytes, prevent_thread_lock=True)
+    try:
+        models.load_default()       # torch, transformers and the weights: the page is already up
+        MAIN.serve()                # the compiled decode path compiles and steps here (engine/main_thread.py)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        demo.close()
 
 
 if __name__ == "__main__":

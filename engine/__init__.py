@@ -9,7 +9,7 @@ import importlib
 _EXPORTS = {
     "Engine": "core", "EngineError": "errors", "InvalidRequest": "errors", "ModelLoadError": "errors",
     "TraceFormatError": "errors", "Event": "generate", "run_trace": "generate",
-    "stream_trace": "generate", "EMBEDDED": "loading", "load": "loading", "Limits": "request",
+    "stream_trace": "generate", "EMBEDDED": "specs", "load": "loading", "Limits": "request",
     "SCHEMA": "trace", "Settings": "trace", "Trace": "trace",
 }
 __all__ = list(_EXPORTS)

@@ -21,12 +21,14 @@ import re
 import statistics
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .core import Engine
 from .errors import InvalidRequest
-from .generate import run_trace
 from .reasoning import SCAFFOLD_ANSWER_CUE
 from .trace import Settings, Trace
+
+if TYPE_CHECKING:        # torch loads with the first run, not with this module (the page starts first)
+    from .core import Engine
 
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 ZH_WEEKDAYS = ["星期一", "星期二", "星期三", "星期四", "星期五", "星期六", "星期日", "星期天"]
@@ -121,6 +123,7 @@ def wilson(correct: int, n: int, z: float = 1.959964) -> tuple[float, float]:
 def evaluate(engine: Engine, budgets: list[int], limit: int | None = None, answer_tokens: int = 48,
              progress=None, cancel: threading.Event | None = None) -> dict:
     """Every question at every budget; per budget accuracy, mean end-to-end and answer times."""
+    from .generate import run_trace
     if not budgets or len(budgets) > 6 or any(not 0 <= b <= 1024 for b in budgets):
         raise InvalidRequest("budgets: 1 to 6 values, each from 0 to 1024 thinking tokens")
     questions = QUESTIONS[:limit] if limit else QUESTIONS

@@ -13,7 +13,7 @@
   come back as the step's hidden states. Nothing is registered per call inside the compiled step.
 - Graphs compile on this path's own copy of the model (its modules are new, its weights the
   engine's tensors), so the engine's hooks and kernel switches never reach it. They compile and
-  run on the main thread (`MainThread` says why); in the app a scheduler thread queues them there
+  run on the main thread (`main_thread.MainThread` says why); in the app a scheduler thread queues them there
   after start-up and between compiled runs, and runs use the eager path until the graph they need
   is ready. Each trace says which path ran.
 - Inductor's on-disk caches live in TBT_COMPILE_CACHE (default ~/.cache/token-by-token/inductor):
@@ -30,10 +30,8 @@ import copy
 import itertools
 import logging
 import os
-import queue
 import threading
 import time
-from concurrent.futures import Future
 from dataclasses import dataclass
 
 import torch
@@ -41,61 +39,11 @@ from transformers import DynamicCache, StaticCache
 
 from . import attention
 from .clock import now_ms
+from .main_thread import MAIN
 
 log = logging.getLogger(__name__)
 
 BUCKETS = (512, 1024, 2048, 4096)     # static cache lengths; a run takes the smallest that holds it
-
-
-class MainThread:
-    """Jobs for the process's main thread. Measured here (torch 2.13, CPU, 2 cores): a graph
-    compiled on another thread ran no faster than eager (TPOT 42-47 ms), and one compiled on the
-    main thread was fast (23-25 ms) only when it ran there too (44 ms on a worker thread). Much of
-    that is libgomp: with more OpenMP threads than cores (each thread that runs torch ops holds a
-    pool) its threads sleep after ~100 spins, and the step's ~200 parallel regions each pay a
-    wake-up; OMP_WAIT_POLICY=ACTIVE (app.py sets it) brought a worker-driven run to 24.8 ms. So
-    the compiled path compiles and steps on the main thread: the CLI, the bench and the tests are
-    there already; the app's main thread serves these jobs after launching the page (`serve`).
-    Whether, with ACTIVE set, other threads would now do as well was not measured.
-    """
-
-    def __init__(self):
-        self.jobs: queue.Queue = queue.Queue()
-        self.serving = False
-
-    def here(self) -> bool:
-        """Can the calling thread run compiled steps (it is the main thread, or the main thread serves)?"""
-        return self.serving or threading.current_thread() is threading.main_thread()
-
-    def run(self, fn, *args):
-        if threading.current_thread() is threading.main_thread():
-            return fn(*args)
-        if not self.serving:
-            raise RuntimeError("compiled steps run on the main thread, which is not serving them")
-        done: Future = Future()
-        self.jobs.put((fn, args, done))
-        return done.result()
-
-    def serve(self, stop: threading.Event | None = None) -> None:
-        """Run jobs until `stop` is set (or Ctrl-C); the app's main thread, after launch."""
-        assert threading.current_thread() is threading.main_thread()
-        self.serving = True
-        try:
-            while stop is None or not stop.is_set():
-                try:
-                    fn, args, done = self.jobs.get(timeout=0.5)
-                except queue.Empty:
-                    continue
-                if done.set_running_or_notify_cancel():
-                    try:
-                        done.set_result(fn(*args))
-                    except BaseException as exc:      # handed to the waiting run
-                        done.set_exception(exc)
-        finally:
-            self.serving = False
-
-
-MAIN = MainThread()
 
 
 def compile_cache_dir() -> str:

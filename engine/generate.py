@@ -170,7 +170,7 @@ class Run:
         """Feed the newest token (or, without a cache, the whole sequence) and pick the next one."""
         capture = self.capture()
         if self.fast is not None:
-            # the whole step on the main thread (engine/fast.py's MainThread), sampling and
+            # the whole step on the main thread (engine/main_thread.py says why), sampling and
             # watching too, so a compiled run's decode work stays in one OpenMP thread pool
             return MAIN.run(lambda: self.emit(self.compiled_pass(capture), capture))
         fed = self.ids[-1:] if self.cache is not None else self.ids

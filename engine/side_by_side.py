@@ -11,11 +11,12 @@ clock they took turns.
 from __future__ import annotations
 
 import threading
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-from .core import Engine
-from .generate import stream_trace
 from .trace import Settings, Trace
+
+if TYPE_CHECKING:        # torch loads with the first run, not with this module (the page starts first)
+    from .core import Engine
 
 
 def settings_pair(budget: int, answer_tokens: int, attention: bool = False) -> tuple[Settings, Settings]:
@@ -31,6 +32,7 @@ def interleave(engine: Engine, prompt: str, budget: int, answer_tokens: int,
                attention: bool = False) -> Iterator[tuple[Trace, Trace, bool]]:
     """Step both runs in turn; yields (normal trace, reasoning trace, finished) after each round.
     Both requests are checked (InvalidRequest) before either run starts."""
+    from .generate import stream_trace
     normal, reasoning = settings_pair(budget, answer_tokens, attention)
     runs = [stream_trace(engine, prompt, normal, cancel), stream_trace(engine, prompt, reasoning, cancel)]
     traces: list[Trace | None] = [None, None]

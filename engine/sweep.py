@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
-from .core import Engine
 from .errors import InvalidRequest
-from .generate import run_trace
 from .trace import Settings
+
+if TYPE_CHECKING:        # torch loads with the first run, not with this module (the page starts first)
+    from .core import Engine
 
 LENGTHS = (16, 64, 128, 256, 512)
 
@@ -27,6 +29,7 @@ def ttft_sweep(engine: Engine, text: str, lengths=LENGTHS, use_cache: bool = Tru
     """One row per length: measured prompt tokens, TTFT and prefill ms (after one warm-up)."""
     if len(lengths) > 12 or any(not 1 <= n <= engine.limits.max_prompt_tokens for n in lengths):
         raise InvalidRequest(f"lengths must be 1..{engine.limits.max_prompt_tokens}, at most 12 of them")
+    from .generate import run_trace
     settings = Settings(max_new_tokens=1, chat_template=False, use_cache=use_cache)
     run_trace(engine, prompt_of_length(engine, text, min(lengths)), settings)   # warm-up
     rows = []

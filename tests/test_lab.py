@@ -283,17 +283,20 @@ def test_the_lab_holds_the_engine_while_it_times(engine):
 
 # --- the host's controls ----------------------------------------------------------------------------
 def test_lab_mode_follows_the_host(engine, monkeypatch):
-    import copy
-    import dataclasses
     from ui.lab_tab import lab_mode
     monkeypatch.delenv("TBT_LAB", raising=False)
-    assert lab_mode(engine) == "on"                                  # the embedded model
-    hub = copy.copy(engine)
-    hub.info = dataclasses.replace(engine.info, source="hub")
-    assert lab_mode(hub) == "recorded"                               # a host's model: no live runs
+    assert lab_mode(engine.info.id) == "on"                          # the embedded model
+    assert lab_mode("org/hub-model") == "recorded"                   # a host's model: no live runs
     for mode in ("on", "recorded", "off"):
         monkeypatch.setenv("TBT_LAB", mode)
-        assert lab_mode(hub) == mode
+        assert lab_mode("org/hub-model") == mode
+
+
+def test_the_page_offers_the_models_the_roofline_projects(engine):
+    """The page lists them before the model loads; the experiment names them from the engine."""
+    from engine.lab.roofline import model_configs
+    from ui.lab_tab import roofline_choices
+    assert roofline_choices(engine.info.id) == [m["name"] for m in model_configs(engine)]
 
 
 def test_a_crafted_call_gets_no_run_when_the_lab_is_not_live(engine, monkeypatch):
@@ -315,7 +318,7 @@ def test_the_lab_mode_is_the_visitors_model_s(engine, monkeypatch):
     from ui.lab_tab import LabActions
     monkeypatch.delenv("TBT_LAB", raising=False)
     hub = copy.copy(engine)
-    hub.info = dataclasses.replace(engine.info, source="hub")
+    hub.info = dataclasses.replace(engine.info, id="org/hub-model", source="hub")
     models = OneEngine(engine, others={"org/hub-model": hub})
     run = LabActions(models).runner("kv_cache", None, None)
     with pytest.raises(gr.Error, match="TBT_LAB=recorded"):

@@ -10,7 +10,7 @@ from ui.models import Models
 
 
 class FakeEngine:
-    def __init__(self, model_id: str):
+    def __init__(self, model_id: str, limits=None):
         self.model_id, self.active_runs = model_id, 0
 
 
@@ -19,7 +19,7 @@ def slow_loads(monkeypatch):
     """load_engine that takes 0.5 s for every model but "a", and counts its calls."""
     calls = []
 
-    def load(model_id):
+    def load(model_id, limits=None):
         calls.append(model_id)
         if model_id != "a":
             time.sleep(0.5)
@@ -83,7 +83,7 @@ class OneEngine:
 
 
 class LockingEngine(FakeEngine):
-    def __init__(self, model_id):
+    def __init__(self, model_id, limits=None):
         super().__init__(model_id)
         self.lock, self.held_for = threading.RLock(), None
 
@@ -127,3 +127,46 @@ def test_every_tab_runs_the_visitors_model(engine):
     walk.outputs = 20
     next(walk.run_live("en", False, "walkthrough-model", None))
     assert models.asked == ["visitor-model", "eval-model", "walkthrough-model"]
+
+
+def test_the_page_can_come_before_the_model(slow_loads):
+    """The app builds its page on Models(load=False); whoever needs the model waits for the load."""
+    models = Models(["b"], load=False)
+    assert slow_loads == [] and models.default == "b" and models.limits is not None
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(models.engine))
+    waiter.start()
+    time.sleep(0.1)
+    assert got == []                                  # no model yet: the caller waits
+    models.load_default()
+    waiter.join(5)
+    assert [e.model_id for e in got] == ["b"] and slow_loads == ["b"]
+    assert models.get(None).model_id == "b" and slow_loads == ["b"]   # loaded once
+
+
+def test_a_default_that_cannot_load_falls_back_to_the_embedded_model(monkeypatch):
+    from engine import EngineError
+    from engine.specs import EMBEDDED
+
+    def load(model_id, limits=None):
+        if model_id != EMBEDDED:
+            raise EngineError("no such model")
+        return FakeEngine(model_id)
+    monkeypatch.setattr(models_module, "load_engine", load)
+    models = Models(["org/missing", "c"], load=False)
+    models.load_default()
+    assert models.default == EMBEDDED and models.allowed == [EMBEDDED, "c"]
+    assert "org/missing" in models.notice and models.engine.model_id == EMBEDDED
+
+
+def test_a_model_that_fails_to_load_answers_its_waiters(monkeypatch):
+    import gradio as gr
+
+    def load(model_id, limits=None):
+        raise RuntimeError("the disk is gone")
+    monkeypatch.setattr(models_module, "load_engine", load)
+    models = Models(["a"], load=False)
+    with pytest.raises(RuntimeError):
+        models.load_default()
+    with pytest.raises(gr.Error, match="failed to load"):
+        models.get("a")                               # not a hang

@@ -10,20 +10,17 @@ import math
 import os
 import time
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from engine import EMBEDDED, EngineError, Trace, stream_trace
-from engine.core import Engine
-from engine.embeddings import embedding_neighbors
-from engine.served import Endpoint, stream_served
+from engine.errors import EngineError
+from engine.served import Endpoint
 from engine.served.load import Slo, load_sweep
-from engine.other_tokenizer import NAME as OTHER_NAME
-from engine.other_tokenizer import qwen_tokens
+from engine.specs import EMBEDDED
 from engine.sweep import LENGTHS, ttft_sweep
-from engine.tokens import prompt_tokens
 from engine.request import check_settings, clean_prompt
-from engine.trace import Settings
+from engine.trace import Settings, Trace
 from viz import html, served_load, speed
 from viz.labels import label
 from viz.notice import embedding_strip, notice_chart
@@ -33,6 +30,12 @@ from .models import Models
 from .runs import StopFlags, TraceFiles
 from .uploads import read_upload
 from .views import clamp
+
+if TYPE_CHECKING:
+    from engine.core import Engine
+
+# The engine's torch side (runs, tokenizers, embeddings) is imported where it is used: the page is
+# built and served before torch loads (app.py).
 
 STREAM_INTERVAL_S = 0.1
 
@@ -155,6 +158,8 @@ class Actions:
         engine = self.models.get((EMBEDDED if local == "embedded" else local) or model_id)
         with self.flags.running(request) as flag:
             try:
+                from engine.generate import stream_trace
+                from engine.served.client import stream_served
                 if endpoint is not None:      # the server's model; ours only maps its tokens (if named)
                     events = stream_served(endpoint, prompt, replace(settings, attention=False, logit_lens=False),
                                            local=engine if endpoint.tokenizer else None, cancel=flag)
@@ -214,10 +219,12 @@ class Actions:
 
     # --- tokens chapter helpers (need the tokenizer) ------------------------------------------
     def comparison(self, trace: Trace) -> tuple:
+        from engine.other_tokenizer import NAME, qwen_tokens
+        from engine.tokens import prompt_tokens
         engine = self.engine_of(trace) or self.engine
         raw = trace.prompt.raw
         ours = prompt_tokens(engine.token_bytes, raw, engine.encode(raw, templated=True))
-        return ours, engine.info.id.split(":")[-1], qwen_tokens(raw), OTHER_NAME
+        return ours, engine.info.id.split(":")[-1], qwen_tokens(raw), NAME
 
     def embedding(self, trace: Trace | None, index, lang: str):
         if trace is None or not trace.prompt.tokens:
@@ -226,6 +233,7 @@ class Actions:
         if engine is None:
             return notice_chart(label("other_model", lang)), ""
         token = trace.prompt.tokens[clamp(index, len(trace.prompt.tokens) - 1)]
+        from engine.embeddings import embedding_neighbors
         vector, neighbors = embedding_neighbors(engine, token.id)
         title = f"{label('embedding_of', lang)} {token.text!r} ({label('embedding_dims', lang, id=token.id, n=len(vector))})"
         return (embedding_strip(vector, title),

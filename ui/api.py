@@ -24,8 +24,7 @@ from collections.abc import Iterator
 import gradio as gr
 from gradio import FileData
 
-from engine import EngineError, stream_trace
-from engine.fork import measure_recompute, stream_fork
+from engine import EngineError
 from engine.side_by_side import interleave
 from engine.trace import Settings, Trace
 
@@ -96,6 +95,7 @@ class Api:
         prompt = text_arg("prompt", prompt)
         try:
             with API_SLOTS.hold(request, BUSY):
+                from engine.generate import stream_trace    # torch loads after the page is up (app.py)
                 # the run's cache stays on the server (bounded), so /fork of this trace reuses it
                 events = stream_trace(self.engine(model), prompt, settings, keep_cache=True)
                 try:
@@ -125,6 +125,7 @@ class Api:
             engine = self.engine(model)
             source = read_upload(path, engine.limits)
             with API_SLOTS.hold(request, BUSY):
+                from engine.fork import measure_recompute, stream_fork
                 events = stream_fork(engine, source, at, chosen, parent=parent, max_new_tokens=new)
                 try:
                     while True:
@@ -162,7 +163,7 @@ class Api:
     def read_trace(self, file: FileData) -> str:
         """Read a trace JSON file exactly as the page's upload does; returns what it holds, in one line."""
         path = file_path(file)
-        trace: Trace = read_upload(path, self.models.engine.limits)
+        trace: Trace = read_upload(path, self.models.limits)
         s = trace.summary
         speed = (f"TTFT {s.ttft_ms:.0f} ms, TPOT {s.tpot_ms:.1f} ms, stop: {s.stop_reason}" if s else "unfinished")
         return (f"{trace.model.id} · {len(trace.prompt.tokens)} prompt tokens · {len(trace.steps)} new tokens · "

@@ -11,6 +11,7 @@ import gradio as gr
 
 from engine.branches import ROOT
 from engine.request import APP_DEFAULTS
+from engine.specs import short_name
 from viz import html
 from viz.fmt import device_name
 from viz.tree import tree_html
@@ -73,8 +74,9 @@ def recording_html(trace, lang: str) -> str:
 class Explore:
     def __init__(self, actions: Actions, model_id: gr.components.Component, lang: gr.State):
         self.actions, self.lang, self.model_id = actions, lang, model_id
-        engine = actions.engine
-        info, limits = engine.info, engine.limits
+        # the page is built before the model loads (app.py): the layer and head controls start at
+        # the recording's model, the chapters' first view, and follow each trace drawn (render)
+        limits, info = actions.models.limits, recorded("en")["next"].model
         examples = json.loads((ASSETS / "examples.json").read_text(encoding="utf-8"))
         self.trace = gr.State(None)          # what the chapters draw: the run, or one branch's view
         self.tree_state = gr.State(None)     # the run with all its branches (what is downloaded)
@@ -86,7 +88,7 @@ class Explore:
                 gr.Examples(examples=examples, inputs=self.prompt, label=t("examples"))
                 # the host's served models (TBT_ENDPOINTS), beside this page's own: a visitor picks, never types a URL
                 served = [(f"{e.name} ({e.model})", e.name) for e in actions.endpoints.values()]
-                self.source = gr.Dropdown([(info.id.split(":")[-1], ""), *served], value="", label=t("run_on"),
+                self.source = gr.Dropdown([(short_name(actions.models.default), ""), *served], value="", label=t("run_on"),
                                           info=t("run_on_info"), visible=bool(served), elem_id="run-on")
                 with gr.Row():
                     self.run_btn = gr.Button(t("run"), variant="primary", elem_id="run")
@@ -190,7 +192,7 @@ class Explore:
         return trace, f"{banner}  \n{status_md(trace, lang)}", trace.prompt.raw, trace, ROOT
 
     def prompt_info(self, lang: str) -> str:
-        limits = self.actions.engine.limits
+        limits = self.actions.models.limits
         return text("prompt_info", lang).format(chars=f"{limits.max_prompt_chars:,}",
                                                 tokens=f"{limits.max_prompt_tokens:,}")
 

@@ -15,7 +15,6 @@ import gradio as gr
 
 from engine import EngineError
 from engine.branches import ROOT, find, lineage, view
-from engine.fork import measure_recompute, stream_fork
 from viz import html
 from viz.fmt import fmt_bytes, fmt_ms, fmt_p, visible
 from viz.tree import tree_html
@@ -94,6 +93,7 @@ class ForkPanel:
             base = view(tree, shown).settings
             settings = dataclasses.replace(base, temperature=float(temperature or 0))
             with self.actions.flags.running(request) as flag:
+                from engine.fork import stream_fork         # torch loads after the page is up (app.py)
                 events = stream_fork(engine, tree, int(step or 0), int(token) if token is not None else -1,
                                      parent=shown, max_new_tokens=int(new or 1), settings=settings, cancel=flag)
                 try:
@@ -120,6 +120,7 @@ class ForkPanel:
         if tree is None or shown == ROOT:
             raise gr.Error(text("fork_recompute_first", lang))
         try:
+            from engine.fork import measure_recompute
             measured = measure_recompute(self.actions.models.get(model_id), tree, shown)
         except EngineError as exc:
             raise gr.Error(str(exc)) from None

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import gradio as gr
 
-from engine import EngineError
-from engine.core import Engine
-from engine.lab import run_lab
+from engine.errors import EngineError
+from engine.specs import EMBEDDED, PUBLIC_MODELS, short_name
 from viz import lab as charts
 from viz import lab_serving as serving
 from viz.fmt import device_name
@@ -82,14 +81,14 @@ def note_md(results: dict, name: str, lang: str) -> str:
 MODES = ("on", "recorded", "off")
 
 
-def lab_mode(engine: Engine) -> str:
+def lab_mode(model_id: str) -> str:
     """`TBT_LAB`: "on" (visitors run experiments), "recorded" (no live runs) or "off". Unset: on for
     the embedded model, recorded for a host's hub model (extra copies of a big model, minutes of
     holding it, are the host's decision)."""
     mode = os.environ.get("TBT_LAB", "").strip().lower()
     if mode in MODES:
         return mode
-    return "on" if engine.info.source == "embedded-gguf" else "recorded"
+    return "on" if model_id == EMBEDDED else "recorded"
 
 
 class LabActions:
@@ -103,7 +102,7 @@ class LabActions:
             """A generator: its progress shows in the section's note, and closing it (Stop on
             ZeroGPU) stops the experiment between repeats (ui/runs.background)."""
             engine = self.models.get(model_id)           # the visitor's model
-            mode = lab_mode(engine)
+            mode = lab_mode(engine.info.id)
             if mode != "on":               # hidden buttons, a hub model, or a crafted call: no run
                 raise gr.Error(label(f"lab_mode_{mode}", lang))
 
@@ -116,6 +115,7 @@ class LabActions:
                     def work(progress):
                         # every loaded model is held, not only this one: a run on another model
                         # would share the CPU (or GPU) with the clock just the same
+                        from engine.lab import run_lab
                         with self.models.exclusive(name):
                             return run_lab(engine, only=[name], cancel=flag, progress=progress)
                     new = yield from background(work, flag, shown)
@@ -133,9 +133,9 @@ class LabActions:
         self.flags.stop_tab(request)
 
 
-def roofline_choices(engine: Engine) -> list[str]:
-    from engine.lab.roofline import model_configs
-    return [m["name"] for m in model_configs(engine)]
+def roofline_choices(model_id: str) -> list[str]:
+    """The models the roofline can project: this page's, then the public ones (engine/lab/roofline.py)."""
+    return [short_name(model_id)] + [s.name for s in PUBLIC_MODELS]
 
 
 def explain_md(heading: str, explain: str, lang: str) -> str:
@@ -177,10 +177,9 @@ def build(models, model_id, lang: gr.State) -> None:
     """The tab's components and events, inside the caller's `with gr.Tab(...)`. The text starts in
     English and follows the page's language (`lang`) when it changes, charts included. Experiments
     run on the visitor's model (`model_id`); what the page offers follows the host's default."""
-    engine = models.engine
     actions = LabActions(models)
     results = gr.State({})
-    mode = lab_mode(engine)
+    mode = lab_mode(models.default)       # the page is built before the model loads (app.py)
     live = mode == "on"
 
     def intro_md(lang_v: str) -> str:
@@ -191,7 +190,7 @@ def build(models, model_id, lang: gr.State) -> None:
                          visible=live)
         # shown once this visitor has measured something (an empty file box says nothing)
         export = gr.File(label=label("lab_export", "en"), interactive=False, elem_id="lab-export", visible=False)
-    models = roofline_choices(engine)
+    models = roofline_choices(models.default)
     parts: dict[str, dict] = {}
     runs = []
     for name, short, heading, explain, draw, table in SECTIONS:

@@ -3,6 +3,10 @@
 `TBT_MODELS` (comma-separated hub ids or folders, "embedded" for the built-in SmolLM2) sets the
 allow-list; the first is the default. If the default cannot be loaded (no network, no such model,
 needs remote code), the app starts on the embedded model and says so on the page.
+
+The app builds and serves the page first and loads the default model after (`Models(load=False)`,
+then `load_default`): torch, transformers and the weights take seconds the first view can do
+without. Whatever needs the model (`engine`, `get`) waits for it.
 """
 
 from __future__ import annotations
@@ -12,16 +16,20 @@ import threading
 from collections import OrderedDict
 from contextlib import ExitStack, contextmanager
 
-import gradio as gr
-import torch
+from typing import TYPE_CHECKING
 
-from engine import EMBEDDED, Engine, EngineError
-from engine.fast import BUCKETS, enabled_by_env
+import gradio as gr
+
+from engine.errors import EngineError
+from engine.request import Limits
+from engine.specs import EMBEDDED
 
 from .errors import internal, reference
 from .gpu import ZERO_GPU
 
-FIRST_BUCKET = BUCKETS[0]       # the compiled graphs the app starts with
+if TYPE_CHECKING:
+    from engine.core import Engine
+
 COMPILE_DELAY_S = 15.0          # after start-up, before the first compile
 
 
@@ -32,16 +40,20 @@ def allowed_from_env(cli_model: str | None = None) -> list[str]:
     return ids or [cli_model or EMBEDDED]
 
 
-def load_engine(model_id: str) -> Engine:
+def load_engine(model_id: str, limits: Limits | None = None) -> Engine:
     """Hub and local models spread over the GPUs with accelerate when CUDA is there at start; on
     ZeroGPU the model goes to "cuda" whole, as `spaces` requires (its patched CUDA has no devices
     for accelerate to spread over before a GPU function runs)."""
+    import torch
+
+    from engine.core import Engine
+    from engine.fast import BUCKETS, enabled_by_env
     device_map = "auto" if model_id != EMBEDDED and torch.cuda.is_available() and not ZERO_GPU else None
-    engine = Engine.load(None if model_id == EMBEDDED else model_id, device_map=device_map)
+    engine = Engine.load(None if model_id == EMBEDDED else model_id, limits, device_map=device_map)
     if enabled_by_env() and not ZERO_GPU:     # ZeroGPU moves the model to a GPU per call, in a child process
         # the Explore default watches attention, so its graph comes first; the page has the cores
         # for its start-up before the compile begins
-        engine.start_fast(("watch", FIRST_BUCKET), ("plain", FIRST_BUCKET), delay_s=COMPILE_DELAY_S)
+        engine.start_fast(("watch", BUCKETS[0]), ("plain", BUCKETS[0]), delay_s=COMPILE_DELAY_S)
     return engine
 
 
@@ -53,26 +65,54 @@ class Models:
     visitors of already-loaded models go on while another model loads, and two visitors asking for
     the same new model share one load."""
 
-    def __init__(self, allowed: list[str], max_models: int | None = None):
+    def __init__(self, allowed: list[str], max_models: int | None = None, load: bool = True):
         self.allowed = list(dict.fromkeys(allowed))
         self.max_models = max(1, max_models or _env_int("TBT_MAX_MODELS", 2))
+        self.limits = Limits.from_env()                # every engine's: the page shows them before any loads
         self.engines: OrderedDict[str, Engine] = OrderedDict()
         self.notice = ""
+        self.default = self.allowed[0]
         self._lock = threading.Lock()                  # guards the tables, never held while loading
         self._loading: dict[str, threading.Lock] = {}  # one gate per model being loaded
+        self._ready = threading.Event()                # the default is loaded (or failed to)
+        self._failed: BaseException | None = None
+        if load:
+            self.load_default()
+
+    def load_default(self) -> None:
+        """Load the default model; if it cannot be, the embedded one takes its place."""
         first = self.allowed[0]
         try:
-            self.engines[first] = load_engine(first)
-        except EngineError as exc:           # the reason (paths, URLs) goes to the log, not the page
-            ref = reference(f"loading {first}", exc)
-            self.notice = (f"⚠️ The model `{first}` could not be loaded (reference {ref} in the server log). "
-                           f"This page falls back to the embedded {EMBEDDED.split(':')[-1]}.")
-            self.engines[EMBEDDED] = load_engine(EMBEDDED)
-            self.allowed = [EMBEDDED] + [m for m in self.allowed if m not in (first, EMBEDDED)]
-        self.default = self.allowed[0]
+            try:
+                engine = load_engine(first, self.limits)
+            except EngineError as exc:           # the reason (paths, URLs) goes to the log, not the page
+                ref = reference(f"loading {first}", exc)
+                self.notice = (f"⚠️ The model `{first}` could not be loaded (reference {ref} in the server log). "
+                               f"This page falls back to the embedded {EMBEDDED.split(':')[-1]}.")
+                engine = load_engine(EMBEDDED, self.limits)
+                self.allowed = [EMBEDDED] + [m for m in self.allowed if m not in (first, EMBEDDED)]
+            with self._lock:
+                self.engines[self.allowed[0]] = engine
+                self.default = self.allowed[0]
+        except BaseException as exc:
+            self._failed = exc
+            raise
+        finally:
+            self._ready.set()
+
+    @property
+    def loaded(self) -> bool:
+        return self._ready.is_set() and self._failed is None
+
+    def wait(self) -> None:
+        """Until the default model is loaded (the page may be up before it is)."""
+        self._ready.wait()
+        if self._failed is not None:
+            raise gr.Error("the model failed to load; see the server log") from None
 
     def get(self, model_id: str | None) -> Engine:
         """The engine for an allowed model, loading it on first use."""
+        self.wait()
         model_id = model_id or self.default
         if model_id not in self.allowed:
             raise gr.Error(f"{model_id!r} is not one of the models this page offers")
@@ -106,6 +146,7 @@ class Models:
 
     @property
     def engine(self) -> Engine:
+        self.wait()
         return self.engines[self.default]
 
     @contextmanager

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import gradio as gr
 
-from engine import EngineError, stream_trace
+from engine import EngineError
 from engine.evaluation import QUESTIONS, answer_text, answered, matches, read_answer
 from engine.side_by_side import interleave
 from engine.trace import Settings, Trace
@@ -171,6 +171,7 @@ class Walkthrough:
         try:
             engine = self.models.get(model_id)
             traces = dict(recorded(lang))
+            from engine.generate import stream_trace        # torch loads after the page is up (app.py)
             events = stream_trace(engine, prompt_of(lang), Settings(
                 max_new_tokens=NEXT_TOKENS, chat_template=False, attention=True, logit_lens=True))
             for event in events:

@@ -23,7 +23,7 @@ import threading
 import torch
 
 from ..core import Engine
-from ..specs import PUBLIC_MODELS, dtype_bytes, kv_bytes
+from ..specs import PUBLIC_MODELS, dtype_bytes, kv_bytes, short_name
 from .kernels import prompt_ids
 from .measure import (Steps, Stopped, attention, greedy_timing, is_cuda, matmul_flops, medians,
                       read_bandwidth)
@@ -110,7 +110,7 @@ def this_machine(engine: Engine, matmul_n: int) -> dict:
 def model_configs(engine: Engine) -> list[dict]:
     i = engine.info
     tied = bool(getattr(engine.model.config.get_text_config(), "tie_word_embeddings", False))
-    own = {"name": i.id.split(":")[-1].split("/")[-1], "this_model": True, "parameters": i.parameters,
+    own = {"name": short_name(i.id), "this_model": True, "parameters": i.parameters,
            "layers": i.layers, "heads": i.heads, "kv_heads": i.kv_heads, "head_dim": i.head_dim,
            "vocab": i.vocab_size, "hidden_size": i.hidden_size, "tied": tied}
     public = []

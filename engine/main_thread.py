@@ -1,0 +1,62 @@
+"""The process's main thread as a place to run jobs: the compiled decode path compiles and steps there.
+
+No torch here: app.py imports it before the model, to hand its main thread over after launching the
+page.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from concurrent.futures import Future
+
+
+class MainThread:
+    """Jobs for the process's main thread. Measured here (torch 2.13, CPU, 2 cores): a graph
+    compiled on another thread ran no faster than eager (TPOT 42-47 ms), and one compiled on the
+    main thread was fast (23-25 ms) only when it ran there too (44 ms on a worker thread). Much of
+    that is libgomp: with more OpenMP threads than cores (each thread that runs torch ops holds a
+    pool) its threads sleep after ~100 spins, and the step's ~200 parallel regions each pay a
+    wake-up; OMP_WAIT_POLICY=ACTIVE (app.py sets it) brought a worker-driven run to 24.8 ms. So
+    the compiled path compiles and steps on the main thread: the CLI, the bench and the tests are
+    there already; the app's main thread serves these jobs after launching the page (`serve`).
+    Whether, with ACTIVE set, other threads would now do as well was not measured.
+    """
+
+    def __init__(self):
+        self.jobs: queue.Queue = queue.Queue()
+        self.serving = False
+
+    def here(self) -> bool:
+        """Can the calling thread run compiled steps (it is the main thread, or the main thread serves)?"""
+        return self.serving or threading.current_thread() is threading.main_thread()
+
+    def run(self, fn, *args):
+        if threading.current_thread() is threading.main_thread():
+            return fn(*args)
+        if not self.serving:
+            raise RuntimeError("compiled steps run on the main thread, which is not serving them")
+        done: Future = Future()
+        self.jobs.put((fn, args, done))
+        return done.result()
+
+    def serve(self, stop: threading.Event | None = None) -> None:
+        """Run jobs until `stop` is set (or Ctrl-C); the app's main thread, after launch."""
+        assert threading.current_thread() is threading.main_thread()
+        self.serving = True
+        try:
+            while stop is None or not stop.is_set():
+                try:
+                    fn, args, done = self.jobs.get(timeout=0.5)
+                except queue.Empty:
+                    continue
+                if done.set_running_or_notify_cancel():
+                    try:
+                        done.set_result(fn(*args))
+                    except BaseException as exc:      # handed to the waiting run
+                        done.set_exception(exc)
+        finally:
+            self.serving = False
+
+
+MAIN = MainThread()
