@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from gradio_client import Client
+
+from engine.specs import EMBEDDED
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,15 +47,20 @@ def test_unavailable_model_falls_back_to_the_embedded_one(output_dir):
         proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, env=env,
                                 stdout=log, stderr=subprocess.STDOUT)
         try:
-            page = None
+            up = False
             for _ in range(240):
                 assert proc.poll() is None, "the app exited instead of falling back"
                 try:
-                    page = urllib.request.urlopen(f"http://127.0.0.1:{port}/config", timeout=2).read().decode()
+                    up = bool(urllib.request.urlopen(f"http://127.0.0.1:{port}/config", timeout=2).read())
                     break
                 except OSError:
                     time.sleep(1)
-            assert page is not None, "the app did not start"
+            assert up, "the app did not start"
+            # the page is up before the model loads; the notice comes with the model (the page's
+            # header shows it then, and /status says it)
+            status = Client(f"http://127.0.0.1:{port}/", verbose=False).predict(api_name="/status")
+            assert status["default"] == EMBEDDED and "no-such-org/no-such-model-xyz" not in status["models"]
+            page = status["notice"]
             assert "could not be loaded" in page and "falls back to the embedded" in page
             assert "no-such-org/no-such-model-xyz" in page
             # the loader's own words (paths, URLs, exception names) stay in the server log

@@ -26,7 +26,7 @@ from viz.labels import label
 from viz.notice import embedding_strip, notice_chart
 
 from .i18n import text
-from .models import Models
+from .models import Models, torch_side
 from .runs import StopFlags, TraceFiles
 from .uploads import read_upload
 from .views import clamp
@@ -131,6 +131,7 @@ class Actions:
 
     def engine_of(self, trace: Trace) -> Engine | None:
         """The loaded engine a trace was recorded with, if this page has it."""
+        torch_side()                 # during start-up: once the first model is there
         return self.models.engines.get(trace.model.id)
 
     # --- run ----------------------------------------------------------------------------------
@@ -219,9 +220,9 @@ class Actions:
 
     # --- tokens chapter helpers (need the tokenizer) ------------------------------------------
     def comparison(self, trace: Trace) -> tuple:
+        engine = self.engine_of(trace) or self.engine
         from engine.other_tokenizer import NAME, qwen_tokens
         from engine.tokens import prompt_tokens
-        engine = self.engine_of(trace) or self.engine
         raw = trace.prompt.raw
         ours = prompt_tokens(engine.token_bytes, raw, engine.encode(raw, templated=True))
         return ours, engine.info.id.split(":")[-1], qwen_tokens(raw), NAME

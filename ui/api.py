@@ -95,9 +95,10 @@ class Api:
         prompt = text_arg("prompt", prompt)
         try:
             with API_SLOTS.hold(request, BUSY):
-                from engine.generate import stream_trace    # torch loads after the page is up (app.py)
+                engine = self.engine(model)                 # (the page may be up before the model)
+                from engine.generate import stream_trace
                 # the run's cache stays on the server (bounded), so /fork of this trace reuses it
-                events = stream_trace(self.engine(model), prompt, settings, keep_cache=True)
+                events = stream_trace(engine, prompt, settings, keep_cache=True)
                 try:
                     for event in events:
                         trace = event.trace
@@ -170,13 +171,17 @@ class Api:
                 f"{speed}")
 
     def status(self) -> dict:
-        """For hosts' health checks and for tests: runs in progress, the models offered, the caps."""
+        """For hosts' health checks and for tests: runs in progress, the models offered, the caps,
+        and the page's notice if the host's default could not be loaded. (It answers once the
+        default model is loaded: the page itself is up before.)"""
         models = self.models
+        engine = models.engine
         return {"active_runs": sum(e.active_runs for e in list(models.engines.values())),
                 "models": models.allowed, "default": models.default, "loaded": list(models.engines),
+                "notice": models.notice,
                 # the compiled decode graphs of the default model: queued, compiling, ready or failed
-                "fast": models.engine.fast.describe() if models.engine.fast else None,
-                "limits": dataclasses.asdict(models.engine.limits)}
+                "fast": engine.fast.describe() if engine.fast else None,
+                "limits": dataclasses.asdict(engine.limits)}
 
     def declare(self) -> None:
         """The endpoints, inside the page's gr.Blocks."""

@@ -93,7 +93,7 @@ class ForkPanel:
             base = view(tree, shown).settings
             settings = dataclasses.replace(base, temperature=float(temperature or 0))
             with self.actions.flags.running(request) as flag:
-                from engine.fork import stream_fork         # torch loads after the page is up (app.py)
+                from engine.fork import stream_fork
                 events = stream_fork(engine, tree, int(step or 0), int(token) if token is not None else -1,
                                      parent=shown, max_new_tokens=int(new or 1), settings=settings, cancel=flag)
                 try:
@@ -120,8 +120,9 @@ class ForkPanel:
         if tree is None or shown == ROOT:
             raise gr.Error(text("fork_recompute_first", lang))
         try:
+            engine = self.actions.models.get(model_id)      # (the page may be up before the model)
             from engine.fork import measure_recompute
-            measured = measure_recompute(self.actions.models.get(model_id), tree, shown)
+            measured = measure_recompute(engine, tree, shown)
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
         return measured, result_md(measured, shown, lang), self.actions.trace_file(measured)

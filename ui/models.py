@@ -32,6 +32,18 @@ if TYPE_CHECKING:
 
 COMPILE_DELAY_S = 15.0          # after start-up, before the first compile
 
+# Cleared while the app's main thread imports torch and transformers for its first model, with the
+# page already up: a handler importing them at the same moment can fail (two threads in one
+# package's imports: "cannot import name 'AttentionInterface' from 'transformers'"), so handlers
+# wait for it before their first import of the engine's torch side (`torch_side`).
+_IMPORTED = threading.Event()
+_IMPORTED.set()
+
+
+def torch_side() -> None:
+    """Call before importing the engine's torch side from a handler (see _IMPORTED)."""
+    _IMPORTED.wait()
+
 
 def allowed_from_env(cli_model: str | None = None) -> list[str]:
     raw = os.environ.get("TBT_MODELS", "")
@@ -78,6 +90,8 @@ class Models:
         self._failed: BaseException | None = None
         if load:
             self.load_default()
+        else:
+            _IMPORTED.clear()
 
     def load_default(self) -> None:
         """Load the default model; if it cannot be, the embedded one takes its place."""
@@ -99,6 +113,7 @@ class Models:
             raise
         finally:
             self._ready.set()
+            _IMPORTED.set()
 
     @property
     def loaded(self) -> bool:

@@ -14,6 +14,8 @@ from viz import attention, decode, html, kv, sampling, speed
 from viz.labels import label
 from viz.notice import notice_chart
 
+from .models import torch_side
+
 AVERAGE = "average"
 
 
@@ -97,6 +99,7 @@ def speed_view(trace: Trace, lang: str):
 
 # --- 8 Sampling -----------------------------------------------------------------------------
 def sampling_view(trace: Trace, step, temperature, top_k, top_p, seed, lang: str):
+    torch_side()
     from engine.sampling import playground   # torch-side: the warpers are transformers' own
     if not trace.steps:
         return notice_chart(label("no_steps", lang)), ""

@@ -28,6 +28,7 @@ from viz.theme import presentable
 from .gpu import on_gpu
 from .i18n import ASSETS, t, text
 from .lab_tab import recorded_results
+from .models import torch_side
 from .runs import ENGINE_CONCURRENCY
 from .views import chart_or_notice, least_sure_step
 
@@ -107,6 +108,7 @@ class Walkthrough:
     def step_views(self, i: int, traces: dict, lang: str, present: bool) -> list:
         """Step i's visual (what `_visual(i)` laid out), drawn from `traces` ("next", "normal",
         "reasoning"); a trace still being generated is drawn as far as it has got."""
+        torch_side()
         from engine.sampling import playground   # torch-side: transformers' own warpers
         example, normal, reasoning = traces["next"], traces["normal"], traces["reasoning"]
         # on a projector every step fits 1280x720 beside the narration: charts shorter where the
@@ -171,7 +173,7 @@ class Walkthrough:
         try:
             engine = self.models.get(model_id)
             traces = dict(recorded(lang))
-            from engine.generate import stream_trace        # torch loads after the page is up (app.py)
+            from engine.generate import stream_trace
             events = stream_trace(engine, prompt_of(lang), Settings(
                 max_new_tokens=NEXT_TOKENS, chat_template=False, attention=True, logit_lens=True))
             for event in events:
