@@ -15,7 +15,6 @@ import os
 import threading
 from collections import OrderedDict
 from contextlib import ExitStack, contextmanager
-
 from typing import TYPE_CHECKING
 
 import gradio as gr
