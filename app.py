@@ -106,10 +106,10 @@ def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
             return [model_plain(info, language), model_line(info, language),
                     gr.update(value=models.notice, visible=bool(models.notice)),
                     gr.update(choices=models.allowed, value=chosen if chosen in models.allowed else models.default,
-                              visible=len(models.allowed) > 1)]
+                              visible=len(models.allowed) > 1), gr.update(choices=explore.source_choices())]
         sync.change(on_sync, [present], [lang, present, top, presenter, caps, explore.prompt, plain],
                     api_visibility="private").then(
-            describe, [lang, model_id], [plain, line, notice, model_id], api_visibility="private",
+            describe, [lang, model_id], [plain, line, notice, model_id, explore.source], api_visibility="private",
             show_progress="hidden").then(
             explore.relabel_all, explore.render_inputs,
             [explore.trace, explore.tree_state, explore.branch, *explore.views],

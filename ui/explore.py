@@ -87,9 +87,8 @@ class Explore:
                                          info=self.prompt_info("en"))
                 gr.Examples(examples=examples, inputs=self.prompt, label=t("examples"))
                 # the host's served models (TBT_ENDPOINTS), beside this page's own: a visitor picks, never types a URL
-                served = [(f"{e.name} ({e.model})", e.name) for e in actions.endpoints.values()]
-                self.source = gr.Dropdown([(short_name(actions.models.default), ""), *served], value="", label=t("run_on"),
-                                          info=t("run_on_info"), visible=bool(served), elem_id="run-on")
+                self.source = gr.Dropdown(self.source_choices(), value="", label=t("run_on"), info=t("run_on_info"),
+                                          visible=bool(actions.endpoints), elem_id="run-on")
                 with gr.Row():
                     self.run_btn = gr.Button(t("run"), variant="primary", elem_id="run")
                     self.stop_btn = gr.Button(t("stop"), variant="stop", elem_id="stop")
@@ -148,7 +147,7 @@ class Explore:
                 self.sweep_btn = gr.Button(t("sweep"), elem_id="sweep")
                 self.sweep_plot = gr.Plot(show_label=False, elem_id="sweep-plot", visible=False)  # until measured
                 # a served model under 1-8 concurrent streams (only where the host lists endpoints)
-                self.load_btn = gr.Button(t("load_sweep"), elem_id="load-sweep", visible=bool(served))
+                self.load_btn = gr.Button(t("load_sweep"), elem_id="load-sweep", visible=bool(actions.endpoints))
                 self.load_plot = gr.Plot(show_label=False, elem_id="load-plot", visible=False)
                 self.load_table = gr.Dataframe(interactive=False, elem_id="load-table", visible=False, wrap=True)
             with gr.Tab(t("tab_lab"), id="lab"):
@@ -190,6 +189,12 @@ class Explore:
             name=escape(Path(path).name), model=escape(trace.model.id), date=escape(trace.created[:10]),
             device=escape(device_name(trace.model.device)))
         return trace, f"{banner}  \n{status_md(trace, lang)}", trace.prompt.raw, trace, ROOT
+
+    def source_choices(self) -> list[tuple[str, str]]:
+        """Where a run can go: this page's model (named after the default, which can change if it
+        fails to load: app.py's `describe` redraws the list), then each served model."""
+        served = [(f"{e.name} ({e.model})", e.name) for e in self.actions.endpoints.values()]
+        return [(short_name(self.actions.models.default), ""), *served]
 
     def prompt_info(self, lang: str) -> str:
         limits = self.actions.models.limits
