@@ -13,15 +13,16 @@
   come back as the step's hidden states. Nothing is registered per call inside the compiled step.
 - Graphs compile on this path's own copy of the model (its modules are new, its weights the
   engine's tensors), so the engine's hooks and kernel switches never reach it. They compile and
-  run on the main thread (`main_thread.MainThread` says why); in the app a scheduler thread queues them there
-  after start-up and between compiled runs, and runs use the eager path until the graph they need
-  is ready. Each trace says which path ran.
+  run on the main thread (`main_thread.MainThread` says why); in the app a scheduler thread
+  queues them there after start-up and between compiled runs, and runs use the eager path until
+  the graph they need is ready. Each trace says which path ran.
 - Inductor's on-disk cache is TBT_COMPILE_CACHE (default ~/.cache/token-by-token/inductor, set in
-  engine/__init__.py): the C++ kernel builds and the autotuning results persist (a graph's compile:
-  145 s on an empty cache, 111 s on the same cache warm). The compiled graph itself cannot be kept: Inductor's
-  FX graph cache refuses a graph holding the mkldnn-packed weights ("mkldnn tensors unpickleable",
-  torch 2.13), and without the packing (`cpp.weight_prepack=False`) a graph loads from it in 22 s
-  but steps in 42 ms instead of 22 (no C++ micro-GEMMs). So each start compiles its graphs again.
+  engine/__init__.py): the C++ kernel builds and the autotuning results persist (a graph's
+  compile: 145 s on an empty cache, 111 s on the same cache warm). The compiled graph itself
+  cannot be kept: Inductor's FX graph cache refuses a graph holding the mkldnn-packed weights
+  ("mkldnn tensors unpickleable", torch 2.13), and without the packing (`cpp.weight_prepack=False`)
+  a graph loads from it in 22 s but steps in 42 ms instead of 22 (no C++ micro-GEMMs). So each
+  start compiles its graphs again.
 
 The prefill stays eager on a DynamicCache (its maps are captured as before); the first compiled step
 copies that cache into a static one (`adopt`).
