@@ -143,6 +143,7 @@ def main() -> None:
         css=CSS + PAGE_CSS, i18n=I18N, max_file_size=models.limits.max_upload_bytes, prevent_thread_lock=True)
     try:
         models.load_default()       # torch, transformers and the weights: the page is already up
+        logging.info("%s is loaded: runs can start", models.default)
         MAIN.serve()                # the compiled decode path compiles and steps here (engine/main_thread.py)
     except KeyboardInterrupt:
         pass
