@@ -56,6 +56,11 @@ def model_plain(i: ModelInfo, lang: str) -> str:
     return text("model_plain", lang).format(name=short_name(i.id), params=f"{i.parameters / 1e6:.0f}", device=device)
 
 
+def loading_md(models: Models, lang: str) -> str:
+    """The header while the model loads (the page is up first: main)."""
+    return text("model_loading", lang).format(name=short_name(models.default))
+
+
 def caps_md(limits: Limits, lang: str) -> str:
     """The host's caps, as the visitor sees them."""
     return text("caps", lang).format(
@@ -72,8 +77,7 @@ def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
             # the page is built before the model loads (main): what describes the model comes with
             # the page's first update (on_sync), which waits for it
             with gr.Row():
-                plain = gr.Markdown(text("model_loading", "en").format(name=short_name(models.default)),
-                                    elem_id="model-plain")
+                plain = gr.Markdown(loading_md(models, "en"), elem_id="model-plain")
                 presenter = gr.Checkbox(label=t("presenter"), value=False, elem_id="presenter", scale=0,
                                         min_width=160)
             notice = gr.Markdown(visible=False, elem_id="model-notice")    # the default could not be loaded
@@ -96,8 +100,7 @@ def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
             language, wants_present = lang_of(evt.lang), bool(evt.present) or current_present
             return [language, wants_present, gr.Tabs(selected="walkthrough") if wants_present else gr.skip(),
                     wants_present, caps_md(models.limits, language), gr.update(info=explore.prompt_info(language)),
-                    gr.skip() if models.loaded else text("model_loading", language).format(
-                        name=short_name(models.default))]
+                    gr.skip() if models.loaded else loading_md(models, language)]
 
         def describe(language: str, chosen: str | None) -> list:
             """The model, once it is loaded (a page opened during start-up waits here). If the

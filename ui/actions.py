@@ -26,7 +26,7 @@ from viz.labels import label
 from viz.notice import embedding_strip, notice_chart
 
 from .i18n import text
-from .models import Models, torch_side
+from .models import Models, first_model_loaded, torch_side
 from .runs import StopFlags, TraceFiles
 from .uploads import read_upload
 from .views import clamp
@@ -131,7 +131,7 @@ class Actions:
 
     def engine_of(self, trace: Trace) -> Engine | None:
         """The loaded engine a trace was recorded with, if this page has it."""
-        torch_side()                 # during start-up: once the first model is there
+        first_model_loaded()         # during start-up the table is empty until then
         return self.models.engines.get(trace.model.id)
 
     # --- run ----------------------------------------------------------------------------------
@@ -159,13 +159,13 @@ class Actions:
         engine = self.models.get((EMBEDDED if local == "embedded" else local) or model_id)
         with self.flags.running(request) as flag:
             try:
-                from engine.generate import stream_trace
-                from engine.served.client import stream_served
                 if endpoint is not None:      # the server's model; ours only maps its tokens (if named)
-                    events = stream_served(endpoint, prompt, replace(settings, attention=False, logit_lens=False),
-                                           local=engine if endpoint.tokenizer else None, cancel=flag)
+                    plain = replace(settings, attention=False, logit_lens=False)
+                    events = torch_side("engine.served.client").stream_served(
+                        endpoint, prompt, plain, local=engine if endpoint.tokenizer else None, cancel=flag)
                 else:
-                    events = stream_trace(engine, prompt, settings, cancel=flag, keep_cache=True)   # forks reuse it
+                    events = torch_side("engine.generate").stream_trace(engine, prompt, settings, cancel=flag,
+                                                                        keep_cache=True)   # forks reuse it
             except EngineError as exc:
                 raise gr.Error(str(exc)) from None
             shown = 0.0
@@ -221,11 +221,10 @@ class Actions:
     # --- tokens chapter helpers (need the tokenizer) ------------------------------------------
     def comparison(self, trace: Trace) -> tuple:
         engine = self.engine_of(trace) or self.engine
-        from engine.other_tokenizer import NAME, qwen_tokens
-        from engine.tokens import prompt_tokens
+        other, tokens = torch_side("engine.other_tokenizer"), torch_side("engine.tokens")
         raw = trace.prompt.raw
-        ours = prompt_tokens(engine.token_bytes, raw, engine.encode(raw, templated=True))
-        return ours, engine.info.id.split(":")[-1], qwen_tokens(raw), NAME
+        ours = tokens.prompt_tokens(engine.token_bytes, raw, engine.encode(raw, templated=True))
+        return ours, engine.info.id.split(":")[-1], other.qwen_tokens(raw), other.NAME
 
     def embedding(self, trace: Trace | None, index, lang: str):
         if trace is None or not trace.prompt.tokens:
@@ -234,8 +233,7 @@ class Actions:
         if engine is None:
             return notice_chart(label("other_model", lang)), ""
         token = trace.prompt.tokens[clamp(index, len(trace.prompt.tokens) - 1)]
-        from engine.embeddings import embedding_neighbors
-        vector, neighbors = embedding_neighbors(engine, token.id)
+        vector, neighbors = torch_side("engine.embeddings").embedding_neighbors(engine, token.id)
         title = f"{label('embedding_of', lang)} {token.text!r} ({label('embedding_dims', lang, id=token.id, n=len(vector))})"
         return (embedding_strip(vector, title),
                 html.neighbors_html({"id": token.id, "text": token.text}, neighbors, lang=lang))

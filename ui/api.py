@@ -29,7 +29,7 @@ from engine.side_by_side import interleave
 from engine.trace import Settings, Trace
 
 from .gpu import for_tokens, on_gpu
-from .models import Models
+from .models import Models, torch_side
 from .runs import API_SLOTS, BUSY, ENGINE_CONCURRENCY, RunRefused, TraceFiles
 from .uploads import read_upload
 
@@ -95,10 +95,9 @@ class Api:
         prompt = text_arg("prompt", prompt)
         try:
             with API_SLOTS.hold(request, BUSY):
-                engine = self.engine(model)                 # (the page may be up before the model)
-                from engine.generate import stream_trace
                 # the run's cache stays on the server (bounded), so /fork of this trace reuses it
-                events = stream_trace(engine, prompt, settings, keep_cache=True)
+                events = torch_side("engine.generate").stream_trace(self.engine(model), prompt, settings,
+                                                                    keep_cache=True)
                 try:
                     for event in events:
                         trace = event.trace
@@ -126,8 +125,8 @@ class Api:
             engine = self.engine(model)
             source = read_upload(path, engine.limits)
             with API_SLOTS.hold(request, BUSY):
-                from engine.fork import measure_recompute, stream_fork
-                events = stream_fork(engine, source, at, chosen, parent=parent, max_new_tokens=new)
+                fork = torch_side("engine.fork")
+                events = fork.stream_fork(engine, source, at, chosen, parent=parent, max_new_tokens=new)
                 try:
                     while True:
                         next(events)
@@ -137,7 +136,7 @@ class Api:
                 finally:
                     events.close()
                 if measure:
-                    forked = measure_recompute(engine, forked, forked.branches[-1].id)
+                    forked = fork.measure_recompute(engine, forked, forked.branches[-1].id)
         except (EngineError, RunRefused) as exc:
             raise gr.Error(str(exc)) from None
         yield as_file(self.files.write(forked))

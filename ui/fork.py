@@ -20,6 +20,7 @@ from viz.fmt import fmt_bytes, fmt_ms, fmt_p, visible
 from viz.tree import tree_html
 
 from .i18n import t, text
+from .models import torch_side
 
 TREE_CLICK_JS = """
 element.addEventListener('click', (e) => {
@@ -93,9 +94,10 @@ class ForkPanel:
             base = view(tree, shown).settings
             settings = dataclasses.replace(base, temperature=float(temperature or 0))
             with self.actions.flags.running(request) as flag:
-                from engine.fork import stream_fork
-                events = stream_fork(engine, tree, int(step or 0), int(token) if token is not None else -1,
-                                     parent=shown, max_new_tokens=int(new or 1), settings=settings, cancel=flag)
+                chosen = int(token) if token is not None else -1
+                events = torch_side("engine.fork").stream_fork(engine, tree, int(step or 0), chosen, parent=shown,
+                                                               max_new_tokens=int(new or 1), settings=settings,
+                                                               cancel=flag)
                 try:
                     while True:
                         event = next(events)
@@ -120,9 +122,7 @@ class ForkPanel:
         if tree is None or shown == ROOT:
             raise gr.Error(text("fork_recompute_first", lang))
         try:
-            engine = self.actions.models.get(model_id)      # (the page may be up before the model)
-            from engine.fork import measure_recompute
-            measured = measure_recompute(engine, tree, shown)
+            measured = torch_side("engine.fork").measure_recompute(self.actions.models.get(model_id), tree, shown)
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
         return measured, result_md(measured, shown, lang), self.actions.trace_file(measured)

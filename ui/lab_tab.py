@@ -26,6 +26,7 @@ from viz.labels import label
 
 from .errors import internal
 from .gpu import on_gpu, stop_cancels
+from .models import torch_side
 from .runs import KeptFiles, StopFlags, background
 from .views import chart_or_notice
 
@@ -115,9 +116,8 @@ class LabActions:
                     def work(progress):
                         # every loaded model is held, not only this one: a run on another model
                         # would share the CPU (or GPU) with the clock just the same
-                        from engine.lab import run_lab
                         with self.models.exclusive(name):
-                            return run_lab(engine, only=[name], cancel=flag, progress=progress)
+                            return torch_side("engine.lab").run_lab(engine, only=[name], cancel=flag, progress=progress)
                     new = yield from background(work, flag, shown)
             except EngineError as exc:
                 raise gr.Error(label("lab_failed", lang, error=str(exc))) from None

@@ -11,6 +11,7 @@ without. Whatever needs the model (`engine`, `get`) waits for it.
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from collections import OrderedDict
@@ -34,14 +35,21 @@ COMPILE_DELAY_S = 15.0          # after start-up, before the first compile
 # Cleared while the app's main thread imports torch and transformers for its first model, with the
 # page already up: a handler importing them at the same moment can fail (two threads in one
 # package's imports: "cannot import name 'AttentionInterface' from 'transformers'"), so handlers
-# wait for it before their first import of the engine's torch side (`torch_side`).
+# import the engine's torch side through `torch_side`, which waits for it.
 _IMPORTED = threading.Event()
 _IMPORTED.set()
 
 
-def torch_side() -> None:
-    """Call before importing the engine's torch side from a handler (see _IMPORTED)."""
+def first_model_loaded() -> None:
+    """Until the app's first model is loaded, with its imports (at once everywhere else)."""
     _IMPORTED.wait()
+
+
+def torch_side(module: str):
+    """A module of the engine's torch side, for a handler: imported once the first model's imports
+    are done (see _IMPORTED)."""
+    first_model_loaded()
+    return importlib.import_module(module)
 
 
 def allowed_from_env(cli_model: str | None = None) -> list[str]:

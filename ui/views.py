@@ -99,8 +99,7 @@ def speed_view(trace: Trace, lang: str):
 
 # --- 8 Sampling -----------------------------------------------------------------------------
 def sampling_view(trace: Trace, step, temperature, top_k, top_p, seed, lang: str):
-    torch_side()
-    from engine.sampling import playground   # torch-side: the warpers are transformers' own
+    playground = torch_side("engine.sampling").playground    # the warpers are transformers' own
     if not trace.steps:
         return notice_chart(label("no_steps", lang)), ""
     step = clamp(step, len(trace.steps) - 1)

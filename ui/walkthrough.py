@@ -108,8 +108,7 @@ class Walkthrough:
     def step_views(self, i: int, traces: dict, lang: str, present: bool) -> list:
         """Step i's visual (what `_visual(i)` laid out), drawn from `traces` ("next", "normal",
         "reasoning"); a trace still being generated is drawn as far as it has got."""
-        torch_side()
-        from engine.sampling import playground   # torch-side: transformers' own warpers
+        playground = torch_side("engine.sampling").playground    # transformers' own warpers
         example, normal, reasoning = traces["next"], traces["normal"], traces["reasoning"]
         # on a projector every step fits 1280x720 beside the narration: charts shorter where the
         # step shows more under them
@@ -173,8 +172,7 @@ class Walkthrough:
         try:
             engine = self.models.get(model_id)
             traces = dict(recorded(lang))
-            from engine.generate import stream_trace
-            events = stream_trace(engine, prompt_of(lang), Settings(
+            events = torch_side("engine.generate").stream_trace(engine, prompt_of(lang), Settings(
                 max_new_tokens=NEXT_TOKENS, chat_template=False, attention=True, logit_lens=True))
             for event in events:
                 traces["next"] = event.trace
