@@ -17,6 +17,7 @@ import torch
 
 from . import attention
 from .clock import now_ms
+from .house import HOUSE
 from .errors import InvalidRequest
 from .hooks import Capture, final_norm, hooked
 from .loading import LoadedModel, load
@@ -82,21 +83,21 @@ class Engine:
             return "eager-hooks"
         return "sdpa-capture"
 
-    def start_fast(self, *graphs: tuple[str, int], wait: bool = False, delay_s: float = 0.0):
-        """Turn on the compiled decode path and compile `graphs` ((variant, bucket) pairs) in the
-        background, or now with `wait`. Only for a model on one device that runs our attention
-        function (the compiled step has its own); otherwise the engine stays eager and this returns None."""
-        from .fast import FastPath      # torch.compile's machinery loads only when asked for
+    def start_fast(self, wait: bool = False):
+        """Turn on the compiled decode path (engine/fast.py): build its package now in this process
+        (`wait`), or in the back room and load it when it is ready (the app). Only for a model on one
+        device that runs our attention function (the compiled step has its own); otherwise the
+        engine stays eager and this returns None."""
+        from .fast import BUCKETS, FastPath
         if self.capture_via != "sdpa-capture" or getattr(self.model, "hf_device_map", None):
             return None
         with self.lock:
             if self.fast is None or self.fast.device != self.device:
-                self.fast = FastPath(self.model, self.device)
+                self.fast = FastPath(self.model, self.device, self.info.id)
         if wait:
-            for graph in graphs:
-                self.fast.compile_now(*graph)
+            self.fast.compile_now("watch", BUCKETS[0])
         else:
-            self.fast.compile_in_background(*graphs, delay_s=delay_s)
+            self.fast.build_in_background(BUCKETS[0])
         return self.fast
 
     def kernel(self, capture: Capture) -> str:
@@ -109,8 +110,14 @@ class Engine:
         return self._runs
 
     def _count_run(self, delta: int) -> None:
+        """A run begins (+1) or ends (-1): the house's heavy work stands still while any runs
+        (engine/house.py)."""
         with self._runs_lock:
             self._runs += delta
+        if delta > 0:
+            HOUSE.run_begins()
+        else:
+            HOUSE.run_ends()
 
     def ensure_device(self) -> None:
         """Move the model to CUDA if CUDA appeared after loading: ZeroGPU Spaces grant a GPU only

@@ -1,28 +1,19 @@
-"""The fast decode path: gpt-fast's recipe inside the hooked engine.
+"""The fast decode path: gpt-fast's recipe inside the hooked engine, compiled ahead of time.
 
-- A static KV cache (transformers' `StaticCache`) of a bucketed length, so one compiled graph serves
-  every run whose prompt and new tokens fit in the bucket; a longer run takes the next bucket.
-- The decode step (one token in, the last position's logits out) compiled with `torch.compile`,
-  `fullgraph=True`, static shapes. On the CPU Inductor freezes the weights and picks, by measuring,
-  its own C++ micro-GEMM or MKL for each matmul (max-autotune); at batch 1 its kernels read the fp32
-  weights about twice as fast as eager's MKL GEMV. On CUDA: "reduce-overhead" (CUDA graphs), which
-  takes away the launch cost that bounds a small model there.
+- A static KV cache (transformers' `StaticCache`) of a bucketed length, so one compiled step serves
+  every run whose prompt and new tokens fit in the bucket; a longer run decodes eagerly.
+- The decode step (one token in, the last position's logits out) exported and compiled by
+  AOTInductor into a package on disk (engine/aoti.py): on the CPU frozen weights and Inductor's
+  own C++ micro-GEMMs, ~1.2x eager's step here. One graph, the watching one (attention rows and
+  layer outputs come back as outputs; no hook inside); a run that watches nothing drops them.
 - Sampling stays outside the graph (the engine's own `pick`), so every sampling setting works.
-- Watching is a second graph, not a hook: its attention function appends each layer's newest
-  attention row to a list the step returns, and the decoder layers' outputs (for the logit lens)
-  come back as the step's hidden states. Nothing is registered per call inside the compiled step.
-- Graphs compile on this path's own copy of the model (its modules are new, its weights the
-  engine's tensors), so the engine's hooks and kernel switches never reach it. They compile and
-  run on the main thread (`main_thread.MainThread` says why); in the app a scheduler thread
-  queues them there after start-up and between compiled runs, and runs use the eager path until
-  the graph they need is ready. Each trace says which path ran.
-- Inductor's on-disk cache is TBT_COMPILE_CACHE (default ~/.cache/token-by-token/inductor, set in
-  engine/__init__.py): the C++ kernel builds and the autotuning results persist (a graph's
-  compile: 145 s on an empty cache, 111 s on the same cache warm). The compiled graph itself
-  cannot be kept: Inductor's FX graph cache refuses a graph holding the mkldnn-packed weights
-  ("mkldnn tensors unpickleable", torch 2.13), and without the packing (`cpp.weight_prepack=False`)
-  a graph loads from it in 22 s but steps in 42 ms instead of 22 (no C++ micro-GEMMs). So each
-  start compiles its graphs again.
+- Who pays for the compile: nobody waiting. The app builds the package in the back room
+  (engine/backroom.py: a child process at the lowest priority, stopped while any visitor's run is
+  in progress) and loads it when no run is in progress; a restart finds it on disk and loads it in
+  seconds. Until then runs decode eagerly. The CLI, the bench and the tests build in-process
+  (`compile_now`). Each trace says which path ran.
+- The step runs on the main thread (`main_thread.MainThread` says why), on this path's own copy of
+  the model (new modules around the engine's weights), so the engine's hooks never reach it.
 
 The prefill stays eager on a DynamicCache (its maps are captured as before); the first compiled step
 copies that cache into a static one (`adopt`).
@@ -47,11 +38,13 @@ from .main_thread import MAIN
 
 log = logging.getLogger(__name__)
 
-BUCKETS = (512, 1024, 2048, 4096)     # static cache lengths; a run takes the smallest that holds it
+# static cache lengths compiled; a run takes the smallest that holds it, a longer one decodes eagerly
+# (one package is ~0.7 GB of prepacked weights in memory: a second would double it)
+BUCKETS = (512,)
 
 
 def enabled_by_env(default: bool = True) -> bool:
-    """TBT_COMPILE=0 turns the background compile off (the tests' app does: it would take both cores)."""
+    """TBT_COMPILE=0 turns the compiled path off (no back-room build, no package loaded)."""
     value = os.environ.get("TBT_COMPILE", "").strip().lower()
     return default if not value else value not in ("0", "off", "false", "no")
 
@@ -71,63 +64,40 @@ class Step:
 
 
 class FastPath:
-    """Compiled decode steps for one engine's model; `state(variant, bucket)` says how each stands."""
+    """The compiled decode step for one engine's model; `state(variant, bucket)` says how each stands.
+    Only BUCKETS[0] is compiled (a longer run decodes eagerly); "plain" and "watch" are one graph."""
 
-    def __init__(self, model, device: torch.device):
+    def __init__(self, model, device: torch.device, model_id: str = ""):
         self.device = device
         self.on_cuda = device.type == "cuda"
+        self.model_id = model_id
+        self.engine_model = model
         attention.register_fast()
         # new modules (no hooks, its own config and kernel name) around the engine's own weight tensors
         shared = {id(t): t for t in itertools.chain(model.parameters(), model.buffers())}
         self.model = copy.deepcopy(model, shared)
         self.model.set_attn_implementation(attention.FAST_NAME)
         self.config = self.model.config
-        self._states: dict[tuple[str, int], str] = {}   # "queued" | "compiling" | "ready" | "failed: ..."
-        self.compile_s: dict[tuple[str, int], float] = {}
+        self._steps: dict[int, object] = {}         # bucket -> loaded package
+        self._state: dict[int, str] = {}            # bucket -> "building" | "ready" | "slower: ..." | "failed: ..."
+        self.built: dict[int, dict] = {}            # bucket -> what its build measured (aoti sidecar)
+        self.load_s: dict[int, float] = {}
         self._lock = threading.Lock()
-        self._queue: list[tuple[str, int]] = []
         self._worker: threading.Thread | None = None
-        model = self.model
-
-        # the model is reached through a closure, not passed in: Inductor then sees its weights as
-        # the module's parameters and can freeze and prepack them (passed as an argument they are
-        # plain inputs, and the step was barely faster than eager)
-        def plain(ids, pos, cache):
-            return _plain_step(model, ids, pos, cache)
-
-        def watch(ids, pos, cache):
-            return _watch_step(model, ids, pos, cache)
-
-        self._fns = {"plain": self._compile(plain), "watch": self._compile(watch)}
-        self._primed = False
-        self.compiling = 0          # graphs being compiled (or about to be): runs now go eager
-        self.in_use = 0             # runs on a compiled graph now
-
-    def _compile(self, fn):
-        if self.on_cuda:
-            return torch.compile(fn, mode="reduce-overhead", fullgraph=True, dynamic=False)
-        import torch._inductor.config as inductor
-        # Set on the config module, process-wide (only this path compiles): given as `options=`
-        # instead, the graph came out frozen but as slow as eager (TPOT 45 ms against 25 ms). No
-        # FX graph cache: it refuses a graph with mkldnn-packed weights anyway (module docstring).
-        inductor.freezing = True
-        inductor.max_autotune = True
-        inductor.max_autotune_gemm_backends = "CPP,ATEN"
-        inductor.fx_graph_cache = False
-        return torch.compile(fn, fullgraph=True, dynamic=False)
+        self.compiling = 0          # in-process builds in progress (they share this process's cores)
+        self.in_use = 0             # runs on a compiled step now
 
     # --- state --------------------------------------------------------------------------------
     def state(self, variant: str, bucket: int) -> str:
-        return self._states.get((variant, bucket), "not compiled")
+        return self._state.get(bucket, "not compiled")
 
     def ready(self, variant: str, bucket: int | None) -> bool:
-        return bucket is not None and self._states.get((variant, bucket)) == "ready"
+        return bucket in self._steps
 
     def acquire(self, variant: str, bucket: int | None) -> bool:
-        """A run takes a ready graph for its decode steps (False: decode eagerly). Not while a
-        compile runs or waits to: it holds the main thread for a minute or two."""
+        """A run takes a ready step for its decode steps (False: decode eagerly)."""
         with self._lock:
-            if self.compiling or not self.ready(variant, bucket) or not MAIN.here():
+            if not self.ready(variant, bucket) or not MAIN.here():
                 return False
             self.in_use += 1
             return True
@@ -137,114 +107,103 @@ class FastPath:
             self.in_use -= 1
 
     def describe(self) -> dict:
-        """For the status API and the bench: each graph's state and compile time."""
-        return {f"{v}@{b}": {"state": s, "compile_s": round(self.compile_s.get((v, b), 0.0), 1)}
-                for (v, b), s in sorted(self._states.items())}
+        """For the status API and the bench: each step's state and what its build measured."""
+        return {f"step@{b}": {"state": s, "load_s": round(self.load_s.get(b, 0.0), 2), **self.built.get(b, {})}
+                for b, s in sorted(self._state.items())}
 
-    # --- compiling ----------------------------------------------------------------------------
-    def compile_now(self, variant: str, bucket: int) -> str:
-        """Compile one graph (a dummy step on a cache of its own) and return its state."""
-        key = (variant, bucket)
-        with self._lock:
-            if self._states.get(key) == "ready":
-                return "ready"
-            self._states[key] = "compiling"
-            self.compiling += 1
-        start = time.perf_counter()
+    def package(self, bucket: int):
+        from . import aoti
+        return aoti.folder() / f"{aoti.key_for(self.engine_model, self.device, bucket)}.pt2"
+
+    # --- building and loading -----------------------------------------------------------------
+    def compile_now(self, variant: str = "watch", bucket: int = BUCKETS[0]) -> str:
+        """Build the package in this process unless it is on disk, load it, and return its state."""
+        from . import aoti
+        if bucket in self._steps:
+            return "ready"
+        path = self.package(bucket)
+        self._state[bucket] = "building"
+        self.compiling += 1
         try:
-            with torch.no_grad():
-                if variant == "watch" and not self._primed:
-                    # transformers' output recording sets itself up under a lock on its first call
-                    # with output_hidden_states, which a fullgraph trace cannot enter: do it once eagerly
-                    self.model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=self.device),
-                               output_hidden_states=True, **{attention.ROWS: []})
-                    self._primed = True
-                cache = StaticCache(config=self.config, max_cache_len=bucket)
-                self.model(input_ids=torch.zeros((1, 2), dtype=torch.long, device=self.device), cache=cache,
-                           cache_position=torch.arange(2, device=self.device), use_cache=True, logits_to_keep=1)
-                self._inputs(cache)
-                for position in (2, 3):        # CUDA graphs record on the second call
-                    self._fns[variant](torch.zeros((1, 1), dtype=torch.long, device=self.device),
-                                       torch.tensor([position], device=self.device), cache)
-            state = "ready"
+            meta = aoti.read_meta(path) if path.exists() else None
+            if meta is None:
+                meta = aoti.build(self.model, self.engine_model, self.device, bucket, path)
+            self._use(bucket, path, meta)
         except Exception as exc:          # a model or backend the compiler cannot take: the eager path stays
-            log.warning("compiling the %s decode step (bucket %d) failed: %s", variant, bucket, exc)
-            state = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            self._failed(bucket, exc)
         finally:
-            with self._lock:
-                self.compiling -= 1
-        self.compile_s[key] = time.perf_counter() - start
-        self._states[key] = state
-        return state
+            self.compiling -= 1
+        return self._state[bucket]
 
-    def compile_in_background(self, *keys: tuple[str, int], delay_s: float = 0.0) -> None:
-        """Queue graphs to compile on the main thread when it serves (the app); a scheduler thread
-        waits `delay_s` first (a page starting up has the cores), then for the compiled runs in
-        progress to end. Already queued or compiled graphs are skipped. Without a serving main
-        thread the graphs stay queued (`compile_now` compiles on the caller's thread)."""
+    def build_in_background(self, bucket: int = BUCKETS[0]) -> None:
+        """The app's way: load the package if it is on disk; else build it in the back room and
+        load it once no visitor's run is in progress. Returns at once."""
         with self._lock:
-            for key in keys:
-                if key not in self._states and key not in self._queue:
-                    self._queue.append(key)
-                    self._states[key] = "queued"
-            if self._queue and (self._worker is None or not self._worker.is_alive()):
-                self._worker = threading.Thread(target=self._schedule, args=(delay_s,), name="tbt-compile",
-                                                daemon=True)
-                self._worker.start()
+            if bucket in self._state or (self._worker is not None and self._worker.is_alive()):
+                return
+            self._state[bucket] = "queued"
+            self._worker = threading.Thread(target=self._background, args=(bucket,), name="tbt-compile", daemon=True)
+            self._worker.start()
 
-    def _schedule(self, delay_s: float) -> None:
-        time.sleep(delay_s)
-        while True:
-            while not MAIN.serving:
-                time.sleep(0.5)
-            with self._lock:
-                if not self._queue:
-                    return
-                key = self._queue.pop(0)
-                self.compiling += 1      # from here new runs decode eagerly
-            try:
-                while self.in_use:       # compiled runs in progress finish first (they need the main thread)
-                    time.sleep(0.2)
-                MAIN.run(self.compile_now, *key)
-            finally:
-                with self._lock:
-                    self.compiling -= 1
+    def _background(self, bucket: int) -> None:
+        from . import aoti, backroom
+        from .house import HOUSE
+        try:
+            path = self.package(bucket)
+            meta = aoti.read_meta(path) if path.exists() else None
+            if meta is None:
+                self._state[bucket] = "building"
+                meta = backroom.call("compile", f"the decode step, {bucket}-token static cache", "engine.aoti:build_job",
+                                     {"bucket": bucket}, model=self.model_id)
+                meta.pop("path", None)
+            # a load holds the interpreter for ~0.5 s in all: not while a visitor's run is in progress
+            HOUSE.quiet()
+            with HOUSE.job("compile", "loading the compiled decode step", holds_s=0.6):
+                self._use(bucket, path, meta)
+        except Exception as exc:
+            self._failed(bucket, exc)
+
+    def _use(self, bucket: int, path, meta: dict) -> None:
+        from . import aoti
+        self.built[bucket] = {k: meta[k] for k in ("compile_s", "eager_ms", "compiled_ms", "same_tokens") if k in meta}
+        if not meta.get("use"):
+            why = "its tokens differ from eager's" if not meta.get("same_tokens") else \
+                f"its step ({meta.get('compiled_ms')} ms) is not faster than eager's ({meta.get('eager_ms')} ms)"
+            self._state[bucket] = f"not used: {why}"
+            return
+        start = time.perf_counter()
+        step = aoti.load(path)
+        self.load_s[bucket] = time.perf_counter() - start
+        with self._lock:
+            self._steps[bucket] = step
+            self._state[bucket] = "ready"
+
+    def _failed(self, bucket: int, exc: Exception) -> None:
+        log.warning("the compiled decode step (bucket %d) is not available: %s", bucket, exc)
+        self._state[bucket] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
 
     # --- running ------------------------------------------------------------------------------
     def adopt(self, cache: DynamicCache, bucket: int) -> StaticCache:
         """A static cache of `bucket` tokens holding what `cache` holds (the prefill's keys and values)."""
-        static = StaticCache(config=self.config, max_cache_len=bucket)
-        for i, layer in enumerate(cache.layers):
-            static.update(layer.keys, layer.values, i)
-        return self._inputs(static)
-
-    def _inputs(self, cache: StaticCache) -> StaticCache:
-        """StaticCache marks its tensors as static addresses (for CUDA graphs). With Inductor's freezing
-        on the CPU, a static-address tensor is folded into the graph like a weight: the graph would then
-        read the cache it was compiled with, whatever cache a run passes. On the CPU the marks go."""
-        if not self.on_cuda:
-            for layer in cache.layers:
-                for t in (layer.keys, layer.values, layer.cumulative_length):
-                    if hasattr(t, "_dynamo_static_input_type"):
-                        del t._dynamo_static_input_type
-        return cache
+        from . import aoti
+        return aoti.static_cache(self.config, bucket, cache)
 
     def step(self, variant: str, token: int, position: int, cache: StaticCache) -> Step:
         """One compiled decode step, on the main thread; the caller holds the engine's lock."""
         return MAIN.run(self._step, variant, token, position, cache)
 
     def _step(self, variant: str, token: int, position: int, cache: StaticCache) -> Step:
+        from .aoti import cache_tensors
         ids = torch.tensor([[token]], device=self.device)
         pos = torch.tensor([position], device=self.device)
         with torch.no_grad():
             start = now_ms(self.device)
-            logits, rows, hidden = self._fns[variant](ids, pos, cache)
-            if self.on_cuda:          # CUDA graphs overwrite their outputs on the next replay
-                logits, rows = logits.clone(), None if rows is None else rows.clone()
-                hidden = None if hidden is None else tuple(h.clone() for h in hidden)
+            logits, rows, hidden = self._steps[cache.layers[0].max_cache_len](ids, pos, *cache_tensors(cache))
             logits = logits[0].float()
             ms = now_ms(self.device) - start
-        return Step(logits=logits, ms=ms, rows=rows, hidden=hidden)
+        if variant == "plain":
+            return Step(logits=logits, ms=ms)
+        return Step(logits=logits, ms=ms, rows=rows, hidden=tuple(hidden.unbind(0)))
 
 
 def to_dynamic(cache: StaticCache, config) -> DynamicCache:
@@ -254,16 +213,3 @@ def to_dynamic(cache: StaticCache, config) -> DynamicCache:
     for i, layer in enumerate(cache.layers):
         dynamic.update(layer.keys[:, :, :n].clone(), layer.values[:, :, :n].clone(), i)
     return dynamic
-
-
-def _plain_step(model, ids, pos, cache):
-    out = model(input_ids=ids, cache=cache, cache_position=pos, position_ids=pos[None], use_cache=True,
-                logits_to_keep=1)
-    return out.logits[:, -1], None, None
-
-
-def _watch_step(model, ids, pos, cache):
-    rows: list[torch.Tensor] = []
-    out = model(input_ids=ids, cache=cache, cache_position=pos, position_ids=pos[None], use_cache=True,
-                logits_to_keep=1, output_hidden_states=True, **{attention.ROWS: rows})
-    return out.logits[:, -1], torch.stack(rows), out.hidden_states

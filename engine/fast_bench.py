@@ -51,13 +51,13 @@ def fast_figures(engine: Engine, prompt: str, new_tokens: int = 64, repeats: int
     bucket = bucket_for(len(engine.encode(engine.apply_template(prompt, Settings()), True)) + new_tokens,
                         engine.info.context_length)
     start = time.perf_counter()
-    fast = engine.start_fast(("plain", bucket), ("watch", bucket), wait=True)
+    fast = engine.start_fast(wait=True)
     if fast is None:
         return {"fast_skipped": "this model's attention does not run through the engine's function"}
     compile_s = time.perf_counter() - start
     states = {v: fast.state(v, bucket) for v in ("plain", "watch")}
     if any(s != "ready" for s in states.values()):
-        return {"fast_skipped": f"compile failed: {states}"}
+        return {"fast_skipped": f"no compiled step for {bucket} tokens: {fast.describe() or states}"}
     plain = Settings(max_new_tokens=new_tokens, ignore_eos=True)
     watched = dataclasses.replace(plain, attention=True)
     hf_generate_tok_s(engine, prompt, 8)

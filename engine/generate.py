@@ -132,7 +132,8 @@ class Run:
 
     # --- phases -------------------------------------------------------------------------------
     def note_compile(self) -> None:
-        """Mark the run if a compiled graph is being compiled in this process now (engine/fast.py)."""
+        """Mark the run if the compiled step is being built in this process now (the CLI's and the
+        tests' in-process builds; the app builds in the back room, stopped while runs go on)."""
         fast = self.engine.fast
         if fast is not None and fast.compiling and self.trace.observation is not None:
             self.trace.observation.beside_compile = True
@@ -149,17 +150,14 @@ class Run:
         return self.emit(out, capture)
 
     def choose_path(self) -> None:
-        """After the prefill: decode with a compiled graph if the one this run needs is ready and
-        free to use (its cache then moves into a static one); else eager, and the graph is queued
-        for later runs."""
+        """After the prefill: decode with the compiled step if it is loaded and the run fits its
+        static cache (the cache then moves into a static one); else eager."""
         fast, s = self.engine.fast, self.trace.settings
         if fast is None or self.cache is None or fast.device != self.engine.device:
             return
         bucket = bucket_for(len(self.ids) + s.max_new_tokens, self.engine.info.context_length)
         variant = "watch" if self.capture_attention or s.logit_lens else "plain"
         if not fast.acquire(variant, bucket):
-            if bucket is not None:
-                fast.compile_in_background((variant, bucket))
             return
         self.fast = variant                 # released when the run ends (events' finally)
         with self.engine.lock:

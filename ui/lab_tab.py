@@ -1,11 +1,12 @@
 """Chapter 6, the acceleration lab tab: seven experiments, each with a Run button, a chart, a table and
 a two-line reading of its result; a Stop button and a JSON export of everything measured so far.
 
-Each visitor's results live in a gr.State (plain JSON-ready dicts). While an experiment times, it
-holds the engine exclusively (engine.exclusive): runs in the other tabs wait at their next forward
-pass, and the Explore tab says why (ui/actions.waiting_md). Only one lab experiment runs at a time
-(its own concurrency group "lab", limit 1), since some load extra copies of the model.
-On ZeroGPU the experiment runs in a forked GPU process, whose hold the main process cannot see.
+Each visitor's results live in a gr.State (plain JSON-ready dicts). An experiment runs in the back
+room (engine/backroom.py): a child process with its own copy of the model, at the lowest priority,
+stopped while any visitor's run is in progress and continued after, its clock leaving the pauses
+out. So visitors never wait for it, and its timings are still of its own work alone. Only one lab
+experiment runs at a time (its own concurrency group "lab", limit 1).
+On ZeroGPU the experiment runs in the forked GPU process (it holds the engine exclusively there).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from engine import backroom
 from engine.errors import EngineError
 from engine.specs import EMBEDDED, PUBLIC_MODELS, short_name
 from viz import lab as charts
@@ -25,7 +27,7 @@ from viz.fmt import device_name
 from viz.labels import label
 
 from .errors import internal
-from .gpu import on_gpu, stop_cancels
+from .gpu import ZERO_GPU, on_gpu, stop_cancels
 from .models import torch_side
 from .runs import KeptFiles, StopFlags, background
 from .views import chart_or_notice
@@ -114,8 +116,11 @@ class LabActions:
             try:
                 with self.flags.running(request) as flag:
                     def work(progress):
-                        # every loaded model is held, not only this one: a run on another model
-                        # would share the CPU (or GPU) with the clock just the same
+                        if not ZERO_GPU:          # a job that stands still while visitors run
+                            return backroom.call("lab", name, "engine.lab:run_lab", {"only": [name]},
+                                                 model=engine.info.id, progress=progress, cancel=flag)
+                        # ZeroGPU's worker is a process of its own already: there every loaded model
+                        # is held, not only this one (a run on another would share the GPU)
                         with self.models.exclusive(name):
                             return torch_side("engine.lab").run_lab(engine, only=[name], cancel=flag, progress=progress)
                     new = yield from background(work, flag, shown)

@@ -30,8 +30,6 @@ from .gpu import ZERO_GPU
 if TYPE_CHECKING:
     from engine.core import Engine
 
-COMPILE_DELAY_S = 15.0          # after start-up, before the first compile
-
 # Cleared while the app's main thread imports torch and transformers for its first model, with the
 # page already up: a handler importing them at the same moment can fail (two threads in one
 # package's imports: "cannot import name 'AttentionInterface' from 'transformers'"), so handlers
@@ -66,13 +64,12 @@ def load_engine(model_id: str, limits: Limits | None = None) -> Engine:
     import torch
 
     from engine.core import Engine
-    from engine.fast import BUCKETS, enabled_by_env
+    from engine.fast import enabled_by_env
     device_map = "auto" if model_id != EMBEDDED and torch.cuda.is_available() and not ZERO_GPU else None
     engine = Engine.load(None if model_id == EMBEDDED else model_id, limits, device_map=device_map)
     if enabled_by_env() and not ZERO_GPU:     # ZeroGPU moves the model to a GPU per call, in a child process
-        # the Explore default watches attention, so its graph comes first; the page has the cores
-        # for its start-up before the compile begins
-        engine.start_fast(("watch", BUCKETS[0]), ("plain", BUCKETS[0]), delay_s=COMPILE_DELAY_S)
+        # the package from disk, or built in the back room (engine/fast.py): no visitor waits for it
+        engine.start_fast()
     return engine
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from engine import EngineError
+from engine import EngineError, backroom
 from engine.side_by_side import interleave
 from engine.evaluation import QUESTIONS, evaluate
 from viz import reasoning as rviz
@@ -17,7 +17,7 @@ from viz.fmt import device_name
 from viz.labels import label
 from viz.notice import notice_chart
 
-from .gpu import for_tokens, on_gpu, stop_cancels
+from .gpu import ZERO_GPU, for_tokens, on_gpu, stop_cancels
 from .i18n import t, text
 from .walkthrough import prompt_of, recorded, verdict_md
 from .runs import ENGINE_CONCURRENCY, KeptFiles, StopFlags, background
@@ -66,9 +66,15 @@ class ReasoningTab:
         yield shown(0.0, "")
         try:
             with self.flags.running(request) as flag:
-                result = yield from background(
-                    lambda progress: evaluate(engine, sorted(int(b) for b in budgets), limit=int(limit),
-                                              progress=progress, cancel=flag), flag, shown)
+                chosen = sorted(int(b) for b in budgets)
+                if ZERO_GPU:                 # the GPU worker is a process of its own already
+                    work = lambda progress: evaluate(engine, chosen, limit=int(limit), progress=progress,  # noqa: E731
+                                                     cancel=flag)
+                else:                        # a job that stands still while visitors run (engine/backroom.py)
+                    work = lambda progress: backroom.call(  # noqa: E731
+                        "evaluation", f"{len(chosen)} budgets", "engine.evaluation:evaluate",
+                        {"budgets": chosen, "limit": int(limit)}, model=engine.info.id, progress=progress, cancel=flag)
+                result = yield from background(work, flag, shown)
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
         yield (result, *self.eval_views(result, lang), self.exports.write_json(result), "")

@@ -20,12 +20,12 @@ implementation itself and puts the engine's own back afterwards.
 from __future__ import annotations
 
 import threading
-import time
 from datetime import datetime, timezone
 from typing import Callable
 
 import torch
 
+from ..clock import work_s
 from ..core import Engine
 from ..errors import InvalidRequest
 from . import batching, kernels, kv_cache, roofline, speculative, weights
@@ -64,13 +64,13 @@ def run_lab(engine: Engine, quick: bool = False, only: list[str] | None = None,
     for i, name in enumerate(names):
         if cancel is not None and cancel.is_set():
             break
-        start = time.monotonic()
+        start = work_s()
         extra = {"draft": draft} if name == "speculative" else {}
         if name == "weights" and weight_formats:
             extra = {"formats": tuple(weight_formats)}
         result[name] = EXPERIMENTS[name](engine, quick=quick, progress=_part(progress, i, len(names), name),
                                          cancel=cancel, **extra)
-        result["seconds"][name] = round(time.monotonic() - start, 2)
+        result["seconds"][name] = round(work_s() - start, 2)
     result["kv_cache_speedup"] = result.get("kv_cache", {}).get("speedup")
     result["partial"] = any(result.get(n, {"partial": True})["partial"] for n in names)
     return result

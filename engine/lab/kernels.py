@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import importlib.util
 import threading
-import time
 
 import torch
 
 from ..core import Engine
+from ..clock import work_s
 from ..specs import dtype_bytes
 from .measure import Steps, Stopped, attention, elapsed_s, is_cuda, medians, peak_bytes, timed_ms
 
@@ -117,7 +117,7 @@ def run(engine: Engine, quick: bool = False, progress=None, cancel: threading.Ev
     tolerance = 1e-3 if engine.model.dtype == torch.float32 else 5e-2
     try:
         with engine.exclusive(HELD_FOR):     # the whole experiment: no visitor between lengths
-            start = time.monotonic()         # the budget counts from here, not from waiting for the lock
+            start = work_s()                 # the budget counts from here, not from waiting for the lock
             for i, n in enumerate(lengths):
                 # A length costs at least ~2x the one before (attention is T², the rest T): past the
                 # first three, skip it when that guess no longer fits the budget, and say so.

@@ -15,14 +15,13 @@ import ctypes
 import gc
 import statistics
 import threading
-import time
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 from transformers import DynamicCache
 
-from ..clock import now_ms
+from ..clock import now_ms, work_s
 from ..core import switched_kernel
 
 
@@ -168,4 +167,5 @@ def read_bandwidth(device: torch.device | str, megabytes: int = 768, repeats: in
 
 
 def elapsed_s(start: float) -> float:
-    return time.monotonic() - start
+    """Seconds of work since `start` (a `clock.work_s()` read): a back-room job's pauses left out."""
+    return work_s() - start

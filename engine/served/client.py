@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from typing import Generator
 
 from ..generate import Event as RunEvent
+from ..house import HOUSE
 from ..generate import summarize
 from ..tokens import TextStream, printable, prompt_tokens
 from ..trace import Candidate, ModelInfo, Prompt, Served, Settings, Step, Trace
@@ -79,6 +80,17 @@ def _prompt(dialect, prompt: str, settings: Settings, local) -> tuple[Prompt, st
 def stream_served(endpoint: Endpoint, prompt: str, settings: Settings | None = None, local=None,
                   cancel: threading.Event | None = None,
                   bounds: Bounds | None = None) -> Generator[RunEvent, None, Trace]:
+    """A visitor's run on a served model: the house's heavy work (a local server's load sweep
+    among it) stands still until it ends (engine/house.py)."""
+    HOUSE.run_begins()
+    try:
+        return (yield from _stream_served(endpoint, prompt, settings, local, cancel, bounds))
+    finally:
+        HOUSE.run_ends()
+
+
+def _stream_served(endpoint: Endpoint, prompt: str, settings: Settings | None, local,
+                   cancel: threading.Event | None, bounds: Bounds | None) -> Generator[RunEvent, None, Trace]:
     settings = settings or Settings()
     if not isinstance(prompt, str) or not prompt.strip():
         raise ServedError("the prompt is empty")

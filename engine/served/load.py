@@ -9,6 +9,8 @@ this side as vLLM's serving benchmark times them (benchmarks/benchmark_serving.p
 Plain streams, without logprobs (as the benchmark sends them). A token is a content chunk unless
 the server reports its own count (`usage.completion_tokens`). Bounded: at most 8 streams at once,
 `rounds` waves per level, and a time budget after which the sweep stops between waves and says so.
+Yields to visitors (engine/house.py): a wave starts only when no visitor's run is in progress, and
+one that a run interrupts is dropped and sent again.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..errors import InvalidRequest
+from ..house import HOUSE
 from .dialects import decode, dialect_for
 from .endpoints import Endpoint
 from .sse import ServedError, events
@@ -96,7 +99,8 @@ def load_sweep(endpoint: Endpoint, prompt: str, max_tokens: int = 32, levels=LEV
         raise InvalidRequest("max_tokens must lie in 1..1024 and rounds in 1..5")
     start, rows, stopped = time.monotonic(), [], None
     total, done = len(levels) * rounds, 0
-    with ThreadPoolExecutor(max_workers=levels[-1]) as pool:
+    with ThreadPoolExecutor(max_workers=levels[-1]) as pool, \
+            HOUSE.job("load_sweep", f"load sweep of {endpoint.name}", holds_s=0.5) as job:
         for c in levels:
             results, wall = [], 0.0
             for _ in range(rounds):
@@ -108,10 +112,11 @@ def load_sweep(endpoint: Endpoint, prompt: str, max_tokens: int = 32, levels=LEV
                     break
                 if progress:
                     progress(done / total, f"{c} concurrent stream{'s' if c > 1 else ''}")
-                wave = time.monotonic()
-                futures = [pool.submit(_safe, endpoint, prompt, max_tokens, cancel) for _ in range(c)]
-                results += [f.result() for f in futures]
-                wall += (time.monotonic() - wave) * 1000
+                measured = _wave(pool, endpoint, prompt, max_tokens, c, cancel, job)
+                if measured is None:
+                    continue          # cancelled
+                results += measured[0]
+                wall += measured[1]
                 done += 1
             if results:
                 rows.append(_level(c, results, wall, slo))
@@ -120,7 +125,35 @@ def load_sweep(endpoint: Endpoint, prompt: str, max_tokens: int = 32, levels=LEV
     return {"endpoint": endpoint.name, "model": endpoint.model, "api": endpoint.api, "prompt": prompt,
             "max_tokens": max_tokens, "rounds": rounds, "slo": {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms},
             "levels": rows, "stopped": stopped, "seconds": round(time.monotonic() - start, 2),
+            # it yields to visitors' runs: each wave runs on a quiet house, one cut short is sent again
+            "visitor_runs_between": job.runs_between, "waves_redone": job.redone,
             "note": "client-side times as vLLM's serving benchmark defines them; plain streams without logprobs"}
+
+
+def _wave(pool, endpoint: Endpoint, prompt: str, max_tokens: int, c: int, cancel, job) -> tuple | None:
+    """One wave of `c` streams, on a quiet house: a visitor's run that begins meanwhile stops the
+    wave's streams at once (its time would be shared), and the wave is sent again once the run ends.
+    None: cancelled."""
+    while True:
+        HOUSE.quiet()
+        if cancel is not None and cancel.is_set():
+            return None
+        stop, done = threading.Event(), threading.Event()
+
+        def watch():
+            while not done.is_set():
+                if job.interrupted.wait(0.05) or (cancel is not None and cancel.is_set()):
+                    stop.set()
+                    return
+        threading.Thread(target=watch, daemon=True).start()
+        wave = time.monotonic()
+        futures = [pool.submit(_safe, endpoint, prompt, max_tokens, stop) for _ in range(c)]
+        results = [f.result() for f in futures]
+        wall = (time.monotonic() - wave) * 1000
+        done.set()
+        if not stop.is_set():
+            return results, wall
+        job.redone += 1
 
 
 def _safe(endpoint: Endpoint, prompt: str, max_tokens: int, cancel) -> dict:
