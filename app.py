@@ -17,8 +17,14 @@ if os.environ.get("TBT_COMPILE", "").strip().lower() not in ("0", "off", "false"
     # Before torch loads OpenMP. With the page's worker threads and the main thread each holding an
     # OpenMP pool (more threads than cores), libgomp's default spins only ~100 times before a
     # thread sleeps, and every one of the compiled step's ~200 parallel regions then pays a wake-up:
-    # TPOT 43 ms instead of 25 here. ACTIVE keeps them spinning (engine/fast.py).
+    # TPOT 43 ms instead of 25 here. ACTIVE keeps them spinning (engine/fast.py). But ACTIVE alone
+    # spins for ~5 minutes (libgomp: 3e10 spins) after any parallel region while the pool has no
+    # more threads than cores: after the model load, one of the server's threads burned a whole
+    # core with nobody there (102 % CPU idle), taking it from visitors and the back room. A spin
+    # count of libgomp's own default for an unset policy (3e5, ~3 ms) keeps the compiled step at
+    # TPOT 17-18 ms and the idle server at ~4 % CPU (measured here, one start each).
     os.environ.setdefault("OMP_WAIT_POLICY", "ACTIVE")
+    os.environ.setdefault("GOMP_SPINCOUNT", "300000")
 
 import gradio as gr
 

@@ -47,10 +47,11 @@ class BackroomError(EngineError):
 def call(kind: str, what: str, target: str, kwargs: dict | None = None, model: str | None = None,
          progress=None, cancel: threading.Event | None = None, threads: int | None = None):
     spec = {"target": target, "kwargs": kwargs or {}, "model": model, "threads": threads}
-    env = dict(os.environ, TBT_PAUSE_LEDGER=HOUSE.ledger.path, TBT_BACKROOM="1",
-               # a spinning OpenMP pool would hold a core the server's next run wants; the job is
-               # stopped during runs anyway, so its threads sleep when idle
-               OMP_WAIT_POLICY="PASSIVE", PYTHONUNBUFFERED="1")
+    env = dict(os.environ, TBT_PAUSE_LEDGER=HOUSE.ledger.path, TBT_BACKROOM="1", PYTHONUNBUFFERED="1")
+    # libgomp's defaults (spin ~3 ms, then sleep): only the job's main thread runs torch, so its
+    # pool needs no more (the server's ACTIVE policy would spin for minutes after each region)
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        env.pop(name, None)
     proc = subprocess.Popen([sys.executable, "-m", "engine.backroom"], cwd=ROOT, env=env, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, process_group=0, text=True, encoding="utf-8")
     with _children_lock:

@@ -13,8 +13,9 @@ sys.path.insert(0, str(ROOT))
 OUTPUT = ROOT / "test-output"
 # Tests never reach a model hub: fail fast instead of retrying a network that is not there.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# the apps started here do not compile their decode step in the background (minutes of both cores
-# under every other test); tests/test_fast.py compiles it once, in-process
+# the apps started here do not build their compiled decode step, except the session's app below,
+# which runs with the shipped defaults (its build is a back-room job: lowest priority, stopped while
+# a run is in progress); tests/test_fast.py builds the same package in-process, or finds it on disk
 os.environ.setdefault("TBT_COMPILE", "0")
 
 
@@ -85,7 +86,8 @@ def app_url(llama_server):
     offers llama-cpp-python's server (below) as a served model, as a host would with TBT_ENDPOINTS."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}/"
-    env = {**os.environ, "TBT_CONCURRENCY": "4", "TBT_ENDPOINTS": json.dumps([served_endpoint(llama_server)])}
+    env = {k: v for k, v in os.environ.items() if k != "TBT_COMPILE"}       # as it ships
+    env.update({"TBT_CONCURRENCY": "4", "TBT_ENDPOINTS": json.dumps([served_endpoint(llama_server)])})
     with serving([sys.executable, "app.py", "--port", str(port)], url, "app-server", 240, env) as proc:
         SERVER["pid"] = proc.pid
         yield url

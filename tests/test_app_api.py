@@ -163,3 +163,22 @@ def test_the_documented_endpoints_keep_their_names(client):
     """A page event whose function shares an endpoint's name would push gr.api's to "/fork_1"."""
     named = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
     assert set(named) == {"/trace", "/compare", "/fork", "/read_trace", "/status"}
+
+
+def test_the_app_as_shipped_builds_its_compiled_step_in_the_back_room(client, engine):
+    """The session's app runs with the shipped defaults: the step's package is built by a back-room
+    job (or found on disk), /status says so, and once it is loaded a run decodes on it and gives
+    the engine's tokens. A run while it builds decodes eagerly, with the job stopped meanwhile."""
+    import time
+    status = client.predict(api_name="/status")
+    assert set(status["house"]) == {"visitor_runs", "jobs"}
+    deadline = time.monotonic() + 900           # a fresh machine builds it: ~2-4 min of idle cores
+    while (state := client.predict(api_name="/status")["fast"]["step@512"]["state"]) in ("queued", "building"):
+        assert time.monotonic() < deadline, state
+        time.sleep(2)
+    assert state == "ready", client.predict(api_name="/status")["fast"]
+    got = call_trace(client, "Name three colours.", max_new_tokens=16)
+    assert got.observation.decode == "compiled"
+    mine = run_trace(engine, "Name three colours.", Settings(max_new_tokens=16))
+    assert [s.id for s in got.steps] == [s.id for s in mine.steps]
+    assert not client.predict(api_name="/status")["house"]["jobs"]

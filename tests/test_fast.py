@@ -1,9 +1,9 @@
-"""The compiled decode path (engine/fast.py) on the embedded model: both graphs compile, a compiled
-run gives `generate`'s greedy tokens and the eager path's captures, runs reuse the graphs without
-recompiling, and whatever the graphs cannot serve stays on the eager path and says so.
+"""The compiled decode path (engine/fast.py, engine/aoti.py) on the embedded model: the step's
+AOTInductor package builds (or is found on disk) and loads, a compiled run gives `generate`'s greedy
+tokens and the eager path's captures, and whatever the step cannot serve stays on the eager path.
 
-The two graphs are compiled once for this module (a minute or two each on two cores; Inductor's
-persistent cache makes a second session faster) and the engine goes back to eager afterwards.
+The package is built once per machine (a minute or two on two cores, kept under TBT_COMPILE_CACHE)
+and loaded once for this module; the engine goes back to eager afterwards.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ WATCHED = Settings(max_new_tokens=24, ignore_eos=True, attention=True, logit_len
 
 @pytest.fixture(scope="module")
 def fast(engine):
-    f = engine.start_fast(("plain", BUCKET), ("watch", BUCKET), wait=True)
+    f = engine.start_fast(wait=True)
     yield f
     engine.fast = None          # the other modules' runs are eager, as they were written for
 
@@ -41,10 +41,13 @@ def eager(engine, prompt: str, settings: Settings, **kwargs) -> Trace:
         engine.fast = kept
 
 
-def test_both_graphs_compile(fast):
+def test_the_step_builds_loads_and_says_what_its_build_measured(fast):
     assert fast is not None
     assert fast.state("plain", BUCKET) == "ready" and fast.state("watch", BUCKET) == "ready", fast.describe()
-    assert fast.state("plain", BUCKETS[1]) == "not compiled"
+    built = fast.describe()[f"step@{BUCKET}"]
+    assert built["same_tokens"] is True and 0 < built["compiled_ms"] < built["eager_ms"], built
+    assert fast.package(BUCKET).exists() and fast.package(BUCKET).with_suffix(".json").exists()
+    assert not fast.ready("plain", None)          # a run longer than every bucket has no step
 
 
 def test_compiled_greedy_tokens_equal_generate(engine, fast):
@@ -77,13 +80,11 @@ def test_a_watched_compiled_run_captures_what_the_eager_path_captures(engine, fa
     assert "eager" in status_md(reference, "en")
 
 
-def test_runs_reuse_the_graphs_without_recompiling(engine, fast):
-    import torch._dynamo
+def test_runs_of_any_prompt_length_use_the_one_step(engine, fast):
     plain = Settings(max_new_tokens=12, ignore_eos=True)
-    with torch._dynamo.config.patch(error_on_recompile=True):   # a recompile would raise here
-        for prompt, settings in [("Hello, world!", plain), ("A much longer prompt " * 20, plain),
-                                 ("Hi", dataclasses.replace(WATCHED, max_new_tokens=6))]:
-            assert run_trace(engine, prompt, settings).observation.decode == "compiled"
+    for prompt, settings in [("Hello, world!", plain), ("A much longer prompt " * 20, plain),
+                             ("Hi", dataclasses.replace(WATCHED, max_new_tokens=6))]:
+        assert run_trace(engine, prompt, settings).observation.decode == "compiled"
 
 
 def test_sampling_stays_outside_the_graph(engine, fast):
@@ -93,17 +94,15 @@ def test_sampling_stays_outside_the_graph(engine, fast):
     assert [s.id for s in compiled.steps] == [s.id for s in reference.steps]
 
 
-def test_what_no_ready_graph_serves_stays_eager_and_is_queued(engine, fast, monkeypatch):
-    queued = []
-    monkeypatch.setattr(fast, "compile_in_background", lambda *keys, **kw: queued.extend(keys))
-    long = Settings(max_new_tokens=BUCKET, ignore_eos=True)          # prompt + new tokens > the ready bucket
+def test_what_the_step_cannot_serve_stays_eager(engine, fast):
+    long = Settings(max_new_tokens=BUCKET, ignore_eos=True)          # prompt + new tokens > the bucket
     events = stream_trace(engine, "Hello", long)
     for event in events:
         if event.kind == "step":
             break
     events.close()
     assert event.trace.observation.decode == "eager"
-    assert queued == [("plain", bucket_for(len(event.trace.prompt.tokens) + BUCKET, engine.info.context_length))]
+    assert bucket_for(len(event.trace.prompt.tokens) + BUCKET, engine.info.context_length) is None
     no_cache = Settings(max_new_tokens=4, use_cache=False)
     assert run_trace(engine, "Hello", no_cache).observation.decode == "eager"
 
@@ -137,7 +136,7 @@ def test_the_bench_figures(engine, fast):
 
 
 def test_a_run_beside_a_compile_says_its_times_suffer(engine, fast, monkeypatch):
-    monkeypatch.setattr(fast, "compiling", 1)          # as while the background thread compiles
+    monkeypatch.setattr(fast, "compiling", 1)          # as while an in-process build runs
     trace = run_trace(engine, "Hi", Settings(max_new_tokens=3, ignore_eos=True))
     assert trace.observation.beside_compile
     assert "compiled in the background" in status_md(trace, "en") and "后台正在编译" in status_md(trace, "zh")

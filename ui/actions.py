@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from engine.errors import EngineError
+from engine.house import HOUSE
 from engine.served import Endpoint
 from engine.served.load import Slo, load_sweep
 from engine.specs import EMBEDDED
@@ -25,7 +26,7 @@ from viz import html, served_load, speed
 from viz.labels import label
 from viz.notice import embedding_strip, notice_chart
 
-from .i18n import text
+from .i18n import STRINGS, text
 from .models import Models, first_model_loaded, torch_side
 from .runs import StopFlags, TraceFiles
 from .uploads import read_upload
@@ -117,6 +118,19 @@ def waiting_md(engine: Engine, lang: str) -> str | None:
     return text("waiting_lab", lang).format(reason=what)
 
 
+def house_md(lang: str) -> str | None:
+    """What heavy work the house runs beside this visitor's run (engine/house.py), and that it
+    stands still meanwhile. None when there is none."""
+    jobs = HOUSE.describe()["jobs"]
+    if not jobs:
+        return None
+    names = []
+    for job in jobs:
+        key = f"house_{job['kind']}"
+        names.append(text(key, lang).format(name=job["what"].replace("_", " ")) if key in STRINGS else job["what"])
+    return text("house_busy", lang).format(what=", ".join(dict.fromkeys(names)))
+
+
 class Actions:
     def __init__(self, models: Models, endpoints: list[Endpoint] | None = None):
         self.models = models
@@ -179,6 +193,9 @@ class Actions:
                     status = status_md(trace, lang)
                     if starting and endpoint is None:    # the next step is the first forward pass: say if it waits
                         status = waiting_md(engine, lang) or status
+                    beside = house_md(lang)              # heavy work standing still for this run
+                    if beside:
+                        status = f"{status}  \n{beside}"
                     yield (trace if event.kind == "done" else gr.skip(), html.output_html(trace, lang=lang),
                            status, html.prompt_html(trace, lang=lang) if starting else gr.skip(),
                            # the chapters still show the previous run until this one ends and redraws them

@@ -25,6 +25,7 @@ import gradio as gr
 from gradio import FileData
 
 from engine import EngineError
+from engine.house import HOUSE
 from engine.side_by_side import interleave
 from engine.trace import Settings, Trace
 
@@ -178,8 +179,11 @@ class Api:
         return {"active_runs": sum(e.active_runs for e in list(models.engines.values())),
                 "models": models.allowed, "default": models.default, "loaded": list(models.engines),
                 "notice": models.notice,
-                # the compiled decode graphs of the default model: queued, compiling, ready or failed
+                # the compiled decode step of the default model: queued, building, ready, not used or failed
                 "fast": engine.fast.describe() if engine.fast else None,
+                # the house's heavy work now (compile, lab, evaluation, load sweep): each job stands
+                # still while any visitor's run is in progress (engine/house.py)
+                "house": HOUSE.describe(),
                 "limits": dataclasses.asdict(engine.limits)}
 
     def declare(self) -> None:

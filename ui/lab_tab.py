@@ -117,8 +117,11 @@ class LabActions:
                 with self.flags.running(request) as flag:
                     def work(progress):
                         if not ZERO_GPU:          # a job that stands still while visitors run
-                            return backroom.call("lab", name, "engine.lab:run_lab", {"only": [name]},
-                                                 model=engine.info.id, progress=progress, cancel=flag)
+                            new = backroom.call("lab", name, "engine.lab:run_lab", {"only": [name]},
+                                                model=engine.info.id, progress=progress, cancel=flag)
+                            if name in new:        # how often it stood still for visitors, in its section
+                                new[name]["backroom"] = new.pop("backroom")
+                            return new
                         # ZeroGPU's worker is a process of its own already: there every loaded model
                         # is held, not only this one (a run on another would share the GPU)
                         with self.models.exclusive(name):

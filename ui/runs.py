@@ -111,7 +111,7 @@ BUSY = ("this client already has a run in progress; one run at a time per client
 
 def background(work, cancel: threading.Event, each, every: float = 0.5):
     """Run `work(progress)` on a thread of this process; a generator that yields `each(fraction,
-    text)` with the latest progress every `every` seconds and returns work's result.
+    text)` when the progress has changed (looking every `every` seconds) and returns work's result.
 
     Closing it early (a Stop that cancels the event, the only signal that reaches a ZeroGPU worker)
     sets `cancel`, which lives in this process, and waits for the work to stop between repeats.
@@ -130,10 +130,14 @@ def background(work, cancel: threading.Event, each, every: float = 0.5):
             box["error"] = exc
     thread = threading.Thread(target=target, daemon=True, name="tbt-background")
     thread.start()
+    shown = None
     try:
         while thread.is_alive():
             thread.join(every)
-            if thread.is_alive():
+            if thread.is_alive() and latest != shown:
+                # only news: a back-room job standing still for a visitor's run sends none, and
+                # the page (and the server streaming to it) stays quiet while that run goes
+                shown = list(latest)
                 yield each(*latest)
     finally:
         if thread.is_alive():            # closed early

@@ -1,0 +1,23 @@
+"""Jobs for tests/test_house.py to run in the back room (engine/backroom.py imports them by name)."""
+
+import time
+
+from engine.clock import work_s
+from engine.errors import InvalidRequest
+
+
+def busy(progress=None, cancel=None, seconds: float = 3.0) -> dict:
+    """Work for `seconds` of its own clock (pauses left out), or until cancelled."""
+    wall, start, steps = time.monotonic(), work_s(), 0
+    while work_s() - start < seconds:
+        if cancel.is_set():
+            return {"cancelled": True, "steps": steps}
+        sum(range(20_000))
+        steps += 1
+        if steps % 50 == 0:
+            progress(min(1.0, (work_s() - start) / seconds), f"step {steps}")
+    return {"cancelled": False, "work_s": work_s() - start, "wall_s": time.monotonic() - wall}
+
+
+def refuses(progress=None, cancel=None) -> dict:
+    raise InvalidRequest("no such experiment")
