@@ -8,7 +8,8 @@
    few seconds while the compiled step is built in the back room (phase a, against the eager
    baseline); then idle on the compiled path (its baseline); then, from a headless Chromium, each
    lab experiment in turn (phase b) and the evaluation (phase c, for --eval-s seconds, then Stop),
-   probing all the while; the browser that started the job stands still meanwhile (`away`: a
+   probing all the while, then (phase d) a load sweep of a local llama.cpp server (if
+   llama-cpp-python is installed); the browser that started the job stands still meanwhile (`away`: a
    visitor's browser is on their own machine, not on the server's two cores). The server's RSS
    with and without the compiled step.
 3. A restart on the now warm cache: seconds from start until a run decodes on the compiled path.
@@ -105,6 +106,27 @@ def while_true(app: App, phase: str, busy, most_s: float, gap_s: float = 2.0) ->
     return probes
 
 
+def llama_server(port: int, log: Path):
+    """llama-cpp-python's server on the embedded GGUF (as the tests start it), or None if absent."""
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        return None
+    from engine.loading import embedded_gguf
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_gguf()),
+                             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "2048",
+                             "--model_alias", "smollm2", "--interrupt_requests", "False"],
+                            stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    for _ in range(240):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2)
+            return proc
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    return None
+
+
 def jobs(app: App, kind: str) -> bool:
     return any(j["kind"] == kind for j in app.status()["house"]["jobs"])
 
@@ -145,6 +167,10 @@ def main() -> None:
         eager.stop()
 
     env = {**base_env, "TBT_COMPILE_CACHE": str(out / "cache")}
+    served = llama_server(args.port + 1, out / "llama.log")
+    if served is not None:
+        env["TBT_ENDPOINTS"] = json.dumps([{"name": "llama.cpp", "url": f"http://127.0.0.1:{args.port + 1}",
+                                            "model": "smollm2", "api": "completions", "tokenizer": "embedded"}])
     app = App(args.port, env, out / "app.log")
     try:
         fast = lambda: next(iter((app.status()["fast"] or {"-": {"state": "none"}}).values()))["state"]  # noqa: E731
@@ -177,9 +203,27 @@ def main() -> None:
             with away(page):
                 result["probes"] += while_true(app, "c: evaluation", lambda: jobs(app, "evaluation"), args.eval_s)
             page.get_by_role("button", name="Stop", exact=False).last.click()
+            if served:                                   # (d) a load sweep of the local llama.cpp server
+                page.locator("#run-on input").click()
+                page.get_by_role("option", name="llama.cpp (smollm2)").click()
+                page.get_by_role("tab", name="5 · Speed").click()
+                page.click("#load-sweep")
+                seen: dict = {}
+
+                def sweeping() -> bool:
+                    found = [j for j in app.status()["house"]["jobs"] if j["kind"] == "load_sweep"]
+                    if found:
+                        seen.update(found[0])
+                    return bool(found)
+                with away(page):
+                    result["probes"] += while_true(app, "d: load sweep", sweeping, 120, 3.0)
+                result["load_sweep_job"] = seen
             browser.close()
     finally:
         app.stop()
+        if served is not None:
+            served.terminate()
+            served.wait()
 
     app = App(args.port, env, out / "restart.log")
     try:

@@ -3,6 +3,7 @@ find its chart; the slow test runs the other three. Screenshots land in test-out
 """
 
 import json
+import time
 
 import pytest
 
@@ -17,12 +18,15 @@ def lab_tab_open(page):
     page.get_by_role("tab", name=TAB).click()
 
 
-def run_experiment(page, short: str, timeout_s: int) -> None:
+def run_experiment(page, short: str, timeout_s: int, meanwhile=None) -> None:
     """Press an experiment's Run button and wait until its own result replaces the recording (the
-    note loses its "Recorded on" badge and its progress) and its chart is drawn, not a notice."""
+    note loses its "Recorded on" badge and its progress) and its chart is drawn, not a notice.
+    `meanwhile()` runs while it measures."""
     page.click(f"#lab-{short}-run")
     page.wait_for_function(f"() => document.querySelector('#lab-{short}-note').innerText.includes('Measuring')",
                            timeout=30_000)
+    if meanwhile is not None:
+        meanwhile()
     page.wait_for_function(f"""() => {{ const t = document.querySelector('#lab-{short}-note').innerText;
                                  return t && !t.includes('Measuring') && !t.includes('Recorded on'); }}""",
                            timeout=timeout_s * 1000)
@@ -40,8 +44,20 @@ def test_every_section_shows_the_recording_before_a_run(page, shots):
     page.screenshot(path=str(shots / "lab-recorded.png"), full_page=False)
 
 
-def test_kv_cache_experiment_from_the_page(page, shots, tmp_path):
-    run_experiment(page, "kv", timeout_s=150)
+def test_kv_cache_experiment_from_the_page(page, shots, tmp_path, app_url):
+    """...and another visitor's run meanwhile goes at once: the experiment is a back-room job
+    (/status names it) that stands still while that run goes."""
+    from gradio_client import Client
+    client, seen = Client(app_url, verbose=False), {}
+
+    def another_visitor():
+        seen["jobs"] = client.predict(api_name="/status")["house"]["jobs"]
+        start = time.monotonic()
+        client.predict("Hello", 16, 0.0, api_name="/trace")
+        seen["wall_s"] = time.monotonic() - start
+    run_experiment(page, "kv", timeout_s=150, meanwhile=another_visitor)
+    assert [j["kind"] for j in seen["jobs"]] == ["lab"], seen
+    assert seen["wall_s"] < 10, seen             # ~1 s alone here; it held the run 23 s before
     note = page.inner_text("#lab-kv-note")
     assert "faster" in note, note
     assert "cache on" in page.inner_text("#lab-kv-table") and "cache off" in page.inner_text("#lab-kv-table")
@@ -55,6 +71,9 @@ def test_kv_cache_experiment_from_the_page(page, shots, tmp_path):
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["kv_cache"]["speedup"] == data["kv_cache_speedup"] and data["experiments"] == ["kv_cache"]
     assert data["kv_cache"]["exclusive"] is True and data["kv_cache"]["speedup"] > 1
+    # it ran in the back room (engine/backroom.py), which says how often it stood still for visitors
+    assert set(data["kv_cache"]["backroom"]) == {"pauses", "visitor_runs_between", "paused_s"}
+    assert data["kv_cache"]["backroom"]["visitor_runs_between"] >= 1       # the other visitor's run
 
 
 @pytest.mark.slow

@@ -112,9 +112,9 @@ def load_sweep(endpoint: Endpoint, prompt: str, max_tokens: int = 32, levels=LEV
                     break
                 if progress:
                     progress(done / total, f"{c} concurrent stream{'s' if c > 1 else ''}")
-                measured = _wave(pool, endpoint, prompt, max_tokens, c, cancel, job)
+                measured = _wave(pool, endpoint, prompt, max_tokens, c, cancel, job, start + budget_s)
                 if measured is None:
-                    continue          # cancelled
+                    continue          # cancelled, or the budget ran out waiting for a quiet house
                 results += measured[0]
                 wall += measured[1]
                 done += 1
@@ -130,13 +130,16 @@ def load_sweep(endpoint: Endpoint, prompt: str, max_tokens: int = 32, levels=LEV
             "note": "client-side times as vLLM's serving benchmark defines them; plain streams without logprobs"}
 
 
-def _wave(pool, endpoint: Endpoint, prompt: str, max_tokens: int, c: int, cancel, job) -> tuple | None:
+def _wave(pool, endpoint: Endpoint, prompt: str, max_tokens: int, c: int, cancel, job,
+          deadline: float) -> tuple | None:
     """One wave of `c` streams, on a quiet house: a visitor's run that begins meanwhile stops the
     wave's streams at once (its time would be shared), and the wave is sent again once the run ends.
-    None: cancelled."""
+    None: cancelled, or past `deadline` (time.monotonic()) before a wave could finish undisturbed."""
     while True:
-        HOUSE.quiet()
-        if cancel is not None and cancel.is_set():
+        while not HOUSE.quiet(timeout=0.5):
+            if time.monotonic() > deadline or (cancel is not None and cancel.is_set()):
+                return None
+        if time.monotonic() > deadline or (cancel is not None and cancel.is_set()):
             return None
         stop, done = threading.Event(), threading.Event()
 
