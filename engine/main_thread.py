@@ -1,4 +1,4 @@
-"""The process's main thread as a place to run jobs: the compiled decode path compiles and steps there.
+"""The process's main thread as a place to run jobs: the compiled decode path steps there.
 
 No torch here: app.py imports it before the model, to hand its main thread over after launching the
 page.
@@ -17,10 +17,12 @@ class MainThread:
     main thread was fast (23-25 ms) only when it ran there too (44 ms on a worker thread). Much of
     that is libgomp: with more OpenMP threads than cores (each thread that runs torch ops holds a
     pool) its threads sleep after ~100 spins, and the step's ~200 parallel regions each pay a
-    wake-up; OMP_WAIT_POLICY=ACTIVE (app.py sets it) brought a worker-driven run to 24.8 ms. So
-    the compiled path compiles and steps on the main thread: the CLI, the bench and the tests are
-    there already; the app's main thread serves these jobs after launching the page (`serve`).
-    Whether, with ACTIVE set, other threads would now do as well was not measured.
+    wake-up; OMP_WAIT_POLICY=ACTIVE (app.py sets it, with a spin limit) brought a worker-driven
+    run to 24.8 ms. So the compiled path steps on the main thread: the CLI, the bench and the
+    tests are there already; the app's main thread serves these jobs after launching the page
+    (`serve`). (It was measured with the just-in-time compiled graph; the AOTInductor package that
+    replaced it runs the same OpenMP regions.) Whether, with ACTIVE set, other threads would now
+    do as well was not measured.
     """
 
     def __init__(self):
