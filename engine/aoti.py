@@ -4,7 +4,7 @@ AOTInductor into a package on disk, loaded by the server in seconds.
 Why a file. The step compiled in the server's own process (`torch.compile`, the round before) took
 the main thread and both cores for 2-5 minutes after every start, and a visitor's run meanwhile took
 100 s instead of 4. Compiled into a file by a back-room job (engine/backroom.py: lowest priority,
-stopped while visitors run) and kept, it costs a visitor nothing, and a restart loads it (~2.5 s).
+stopped while visitors run) and kept, it costs a visitor nothing, and a restart loads it (0.5-2.6 s).
 
 One graph, the watching one: its attention function returns each layer's newest attention row and
 the step returns every layer's output (the logit lens). Measured here, the watch graph steps as fast
@@ -14,8 +14,9 @@ extra outputs: one compile instead of two.
 The step takes the static cache as tensors (every layer's keys, values and filled length) and
 updates them in place, so a run's `StaticCache` stays the cache transformers knows (its length,
 its bytes, `to_dynamic` for forking). Built on the CPU with freezing and max-autotune (Inductor's own
-C++ micro-GEMMs read the fp32 weights ~1.2x faster than eager's MKL GEMV at batch 1), the weights
-kept as a blob next to the code and not inside the .so (RSS +0.72 GB when loaded instead of +1.36).
+C++ micro-GEMMs against eager's MKL GEMV at batch 1: the step 1.15x faster on one draw of this
+machine, an Intel Xeon, and 2.3x on another, an AMD EPYC), the weights kept as a blob next to the
+code and not inside the .so (RSS +0.72-0.79 GB when loaded instead of +1.36).
 
 A package is kept under TBT_COMPILE_CACHE/aoti, named by a key of everything it depends on:
 model and a fingerprint of its weights, dtype, device (the CPU's flags, the GPU's name), torch and
@@ -183,8 +184,8 @@ def build(fast_model, eager_model, device: torch.device, bucket: int, path: Path
 
 
 def compare(runner, config, eager_model, device, bucket: int) -> dict:
-    """CHECK_STEPS greedy steps from one prompt, eager (DynamicCache) and compiled: same tokens?
-    And the median step time of each."""
+    """CHECK_STEPS greedy steps from one prompt (a few fixed token ids: only equality matters),
+    eager (DynamicCache) and compiled: same tokens? And the median step time of each."""
     prompt = torch.tensor([[1, 504, 3575, 282, 4649, 314]], device=device)[:, : max(2, min(6, bucket // 2))]
     prompt = prompt.clamp(max=config.vocab_size - 1)
     with torch.no_grad():

@@ -4,7 +4,7 @@
   every run whose prompt and new tokens fit in the bucket; a longer run decodes eagerly.
 - The decode step (one token in, the last position's logits out) exported and compiled by
   AOTInductor into a package on disk (engine/aoti.py): on the CPU frozen weights and Inductor's
-  own C++ micro-GEMMs, ~1.2x eager's step here. One graph, the watching one (attention rows and
+  own C++ micro-GEMMs, 1.15-2.3x eager's step here (two draws of the machine). One graph, the watching one (attention rows and
   layer outputs come back as outputs; no hook inside); a run that watches nothing drops them.
 - Sampling stays outside the graph (the engine's own `pick`), so every sampling setting works.
 - Who pays for the compile: nobody waiting. The app builds the package in the back room
@@ -32,8 +32,9 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache, StaticCache
 
-from . import attention
+from . import aoti, attention, backroom
 from .clock import now_ms
+from .house import HOUSE
 from .main_thread import MAIN
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,6 @@ class FastPath:
 
     def __init__(self, model, device: torch.device, model_id: str = ""):
         self.device = device
-        self.on_cuda = device.type == "cuda"
         self.model_id = model_id
         self.engine_model = model
         attention.register_fast()
@@ -79,7 +79,7 @@ class FastPath:
         self.model.set_attn_implementation(attention.FAST_NAME)
         self.config = self.model.config
         self._steps: dict[int, object] = {}         # bucket -> loaded package
-        self._state: dict[int, str] = {}            # bucket -> "building" | "ready" | "slower: ..." | "failed: ..."
+        self._state: dict[int, str] = {}            # bucket -> "queued" | "building" | "ready" | "not used: ..." | "failed: ..."
         self.built: dict[int, dict] = {}            # bucket -> what its build measured (aoti sidecar)
         self.load_s: dict[int, float] = {}
         self._lock = threading.Lock()
@@ -112,13 +112,11 @@ class FastPath:
                 for b, s in sorted(self._state.items())}
 
     def package(self, bucket: int):
-        from . import aoti
         return aoti.folder() / f"{aoti.key_for(self.engine_model, self.device, bucket)}.pt2"
 
     # --- building and loading -----------------------------------------------------------------
     def compile_now(self, variant: str = "watch", bucket: int = BUCKETS[0]) -> str:
         """Build the package in this process unless it is on disk, load it, and return its state."""
-        from . import aoti
         if bucket in self._steps:
             return "ready"
         path = self.package(bucket)
@@ -146,8 +144,6 @@ class FastPath:
             self._worker.start()
 
     def _background(self, bucket: int) -> None:
-        from . import aoti, backroom
-        from .house import HOUSE
         try:
             path = self.package(bucket)
             meta = aoti.read_meta(path) if path.exists() else None
@@ -164,7 +160,6 @@ class FastPath:
             self._failed(bucket, exc)
 
     def _use(self, bucket: int, path, meta: dict) -> None:
-        from . import aoti
         self.built[bucket] = {k: meta[k] for k in ("compile_s", "eager_ms", "compiled_ms", "same_tokens") if k in meta}
         if not meta.get("use"):
             why = "its tokens differ from eager's" if not meta.get("same_tokens") else \
@@ -185,7 +180,6 @@ class FastPath:
     # --- running ------------------------------------------------------------------------------
     def adopt(self, cache: DynamicCache, bucket: int) -> StaticCache:
         """A static cache of `bucket` tokens holding what `cache` holds (the prefill's keys and values)."""
-        from . import aoti
         return aoti.static_cache(self.config, bucket, cache)
 
     def step(self, variant: str, token: int, position: int, cache: StaticCache) -> Step:
@@ -193,12 +187,11 @@ class FastPath:
         return MAIN.run(self._step, variant, token, position, cache)
 
     def _step(self, variant: str, token: int, position: int, cache: StaticCache) -> Step:
-        from .aoti import cache_tensors
         ids = torch.tensor([[token]], device=self.device)
         pos = torch.tensor([position], device=self.device)
         with torch.no_grad():
             start = now_ms(self.device)
-            logits, rows, hidden = self._steps[cache.layers[0].max_cache_len](ids, pos, *cache_tensors(cache))
+            logits, rows, hidden = self._steps[cache.layers[0].max_cache_len](ids, pos, *aoti.cache_tensors(cache))
             logits = logits[0].float()
             ms = now_ms(self.device) - start
         if variant == "plain":

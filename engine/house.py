@@ -136,7 +136,6 @@ class House:
     def __init__(self):
         self._lock = threading.Condition()
         self.runs = 0               # visitor runs in progress
-        self.runs_started = 0       # visitor runs begun since start
         self.jobs: list[Job] = []
         self._ledger: Ledger | None = None
 
@@ -152,7 +151,6 @@ class House:
     def run_begins(self) -> None:
         with self._lock:
             self.runs += 1
-            self.runs_started += 1
             for job in self.jobs:
                 job.runs_between += 1
             if self.runs == 1 and self.jobs:
