@@ -1,5 +1,6 @@
 """Jobs for tests/test_house.py to run in the back room (engine/backroom.py imports them by name)."""
 
+import os
 import time
 
 from engine.clock import work_s
@@ -16,7 +17,9 @@ def busy(progress=None, cancel=None, seconds: float = 3.0) -> dict:
         steps += 1
         if steps % 50 == 0:
             progress(min(1.0, (work_s() - start) / seconds), f"step {steps}")
-    return {"cancelled": False, "work_s": work_s() - start, "wall_s": time.monotonic() - wall}
+    return {"cancelled": False, "work_s": work_s() - start, "wall_s": time.monotonic() - wall,
+            "nice": os.nice(0), "sched_idle": os.sched_getscheduler(0) == os.SCHED_IDLE, "pgid": os.getpgid(0),
+            "pid": os.getpid()}
 
 
 def refuses(progress=None, cancel=None) -> dict:

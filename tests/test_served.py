@@ -260,3 +260,26 @@ def test_the_load_sweep_counts_failures_and_keeps_its_bounds(hostile):
             load_sweep(at(hostile, "good"), "hi", **{"max_tokens": 3, **bad})
     spent = load_sweep(at(hostile, "good"), "hi", max_tokens=3, levels=(1, 2, 4), budget_s=0)
     assert spent["stopped"].startswith("time budget") and len(spent["levels"]) <= 1
+
+
+def test_the_load_sweep_yields_to_a_visitors_run(hostile):
+    """A visitor's run that begins during a wave cuts the wave's streams at once, no new stream is
+    sent while it runs, and the wave is sent again afterwards (engine/house.py)."""
+    from engine.house import HOUSE
+    from engine.served.load import load_sweep
+    box: dict = {}
+    sweep = threading.Thread(target=lambda: box.update(result=load_sweep(
+        at(hostile, "trickle"), "hi", max_tokens=3, levels=(1,), rounds=1, budget_s=30)))
+    sweep.start()
+    time.sleep(0.8)                                   # its wave is streaming (a byte every 0.2 s)
+    with HOUSE.visitor_run():
+        time.sleep(0.4)
+        sent = len(hostile.bodies)
+        assert [j.kind for j in HOUSE.jobs] == ["load_sweep"] and HOUSE.jobs[0].interrupted.is_set()
+        time.sleep(1.0)
+        assert len(hostile.bodies) == sent            # nothing sent while the visitor runs
+    sweep.join(30)
+    result = box["result"]
+    assert result["waves_redone"] == 1 and result["visitor_runs_between"] == 1
+    assert result["levels"][0]["requests"] == 1 and len(hostile.bodies) == sent + 1
+    assert not HOUSE.jobs
