@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 LLAMA  := $(VENV)/.llama-stamp
 PORT   ?= 7860
 
-.PHONY: run test bench lab load traces chromium clean
+.PHONY: run test bench lab load fairness traces chromium clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ lab: $(STAMP)
 # 8 clients x 5 runs of 32 tokens against a local server started for the purpose (~3 min here).
 load: $(STAMP)
 	$(PY) -m tests.load --clients 8 --runs 5 --tokens 32
+
+# Does the house's own work slow a visitor? The app as shipped, probed from outside (~12 min here).
+fairness: $(STAMP) $(LLAMA) chromium
+	$(PY) scripts/fairness.py
 
 # Re-record the walkthrough's traces (assets/traces/) on an idle machine.
 traces: $(STAMP)

@@ -24,7 +24,7 @@ from ..errors import InvalidRequest
 from ..house import HOUSE
 from .dialects import decode, dialect_for
 from .endpoints import Endpoint
-from .sse import ServedError, events
+from .sse import Abort, ServedError, events
 
 LEVELS = (1, 2, 4, 8)
 MOST = 8
@@ -141,7 +141,7 @@ def _wave(pool, endpoint: Endpoint, prompt: str, max_tokens: int, c: int, cancel
                 return None
         if time.monotonic() > deadline or (cancel is not None and cancel.is_set()):
             return None
-        stop, done = threading.Event(), threading.Event()
+        stop, done = Abort(), threading.Event()          # a cut wave frees the server at once
 
         def watch():
             while not done.is_set():

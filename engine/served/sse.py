@@ -9,6 +9,7 @@ monotonic clock, and raises ServedError with a sentence a person can act on for 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -31,6 +32,44 @@ class Bounds:
     max_bytes: int = 8_000_000      # the whole response body
     max_line: int = 1_000_000       # one line of it
     max_events: int = 20_000
+
+
+class Abort(threading.Event):
+    """A cancel event that also cuts the streams registered with it the moment it is set. A plain
+    event is seen only when the next bytes arrive, and a request still queued in the server sends
+    none: it would hold its connection, and the server would still run it, until its first token.
+    A cut connection is a disconnect the server sees at once (llama.cpp's server then drops the
+    request, queued or running)."""
+
+    def __init__(self):
+        super().__init__()
+        self._cuts: list = []
+        self._guard = threading.Lock()
+
+    def on_set(self, cut) -> None:
+        with self._guard:
+            if not self.is_set():
+                self._cuts.append(cut)
+                return
+        cut()
+
+    def set(self) -> None:
+        with self._guard:
+            super().set()
+            cuts, self._cuts = self._cuts, []
+        for cut in cuts:
+            cut()
+
+
+def _cut(response) -> None:
+    """Shut the response's socket down from another thread (a blocked read then returns)."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 def _error_text(body: bytes) -> str:
@@ -72,6 +111,8 @@ def events(url: str, body: dict, sse: bool = True, bounds: Bounds = Bounds(), he
             if sse and "text/event-stream" not in kind:
                 raise ServedError(f"{url} did not stream (content-type {kind or 'missing'!r}); is this the right "
                                   f"endpoint, and does the server support streaming?")
+            if isinstance(cancel, Abort):
+                cancel.on_set(lambda: _cut(response))
             yield from _split(response, url, sse, bounds, start, cancel)
     except httpx.ConnectError as exc:
         raise ServedError(f"cannot reach {url}: {exc}") from None
