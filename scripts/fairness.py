@@ -153,6 +153,7 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=7893)
     ap.add_argument("--experiments", default="attention,kv_cache,weights")
     ap.add_argument("--eval-s", type=float, default=90.0)
+    ap.add_argument("--cache", help="TBT_COMPILE_CACHE to use (default: a new, empty one: phase a measured)")
     ap.add_argument("--json", help="also write the result here")
     args = ap.parse_args()
     out = Path(tempfile.mkdtemp(prefix="tbt-fairness-"))
@@ -166,7 +167,7 @@ def main() -> None:
     finally:
         eager.stop()
 
-    env = {**base_env, "TBT_COMPILE_CACHE": str(out / "cache")}
+    env = {**base_env, "TBT_COMPILE_CACHE": args.cache or str(out / "cache")}
     served = llama_server(args.port + 1, out / "llama.log")
     if served is not None:
         env["TBT_ENDPOINTS"] = json.dumps([{"name": "llama.cpp", "url": f"http://127.0.0.1:{args.port + 1}",
@@ -197,27 +198,34 @@ def main() -> None:
                 page.wait_for_function(f"() => !document.querySelector('#lab-{s}-note').innerText.includes('Measuring')",
                                        timeout=900_000)
                 result.setdefault("lab_notes", {})[name] = page.inner_text(f"#lab-{s}-note")[:300]
-            page.get_by_role("tab", name="7 · ", exact=False).click()
-            page.click("#r-eval")
-            page.wait_for_timeout(2000)
-            with away(page):
-                result["probes"] += while_true(app, "c: evaluation", lambda: jobs(app, "evaluation"), args.eval_s)
-            page.get_by_role("button", name="Stop", exact=False).last.click()
+            if args.eval_s > 0:
+                page.get_by_role("tab", name="7 · ", exact=False).click()
+                page.click("#r-eval")
+                page.wait_for_timeout(2000)
+                with away(page):
+                    result["probes"] += while_true(app, "c: evaluation", lambda: jobs(app, "evaluation"),
+                                                   args.eval_s)
+                page.get_by_role("button", name="Stop", exact=False).last.click()
+                while jobs(app, "evaluation"):           # it stops between questions
+                    time.sleep(1)
             if served:                                   # (d) a load sweep of the local llama.cpp server
                 page.locator("#run-on input").click()
                 page.get_by_role("option", name="llama.cpp (smollm2)").click()
                 page.get_by_role("tab", name="5 · Speed").click()
-                page.click("#load-sweep")
-                seen: dict = {}
+                result["load_sweep_jobs"] = []
+                for _ in range(3):                       # a sweep is short (~5 s here): three of them
+                    page.click("#load-sweep")
+                    seen: dict = {}
 
-                def sweeping() -> bool:
-                    found = [j for j in app.status()["house"]["jobs"] if j["kind"] == "load_sweep"]
-                    if found:
-                        seen.update(found[0])
-                    return bool(found)
-                with away(page):
-                    result["probes"] += while_true(app, "d: load sweep", sweeping, 120, 3.0)
-                result["load_sweep_job"] = seen
+                    def sweeping() -> bool:
+                        found = [j for j in app.status()["house"]["jobs"] if j["kind"] == "load_sweep"]
+                        if found:
+                            seen.update(found[0])
+                        return bool(found)
+                    with away(page):
+                        result["probes"] += while_true(app, "d: load sweep", sweeping, 120, 1.0)
+                    result["load_sweep_jobs"].append(seen)
+                    page.wait_for_timeout(1000)
             browser.close()
     finally:
         app.stop()
