@@ -19,6 +19,7 @@ def busy(progress=None, cancel=None, seconds: float = 3.0) -> dict:
             progress(min(1.0, (work_s() - start) / seconds), f"step {steps}")
     return {"cancelled": False, "work_s": work_s() - start, "wall_s": time.monotonic() - wall,
             "nice": os.nice(0), "sched_idle": os.sched_getscheduler(0) == os.SCHED_IDLE, "pgid": os.getpgid(0),
+            "io_idle": __import__("psutil").Process().ionice().ioclass == 3,
             "pid": os.getpid()}
 
 

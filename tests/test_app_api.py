@@ -14,7 +14,10 @@ ARGS = dict(max_new_tokens=12, temperature=0.0, top_k=0, top_p=1.0, seed=0, atte
 
 @pytest.fixture(scope="module")
 def client(app_url):
-    return Client(app_url, verbose=False)
+    # gradio_client gives the POST that joins the queue 5 s; on a fresh machine the app's back room
+    # is building its compiled step meanwhile (~4 GB of disk writes), and once, in a clean-clone
+    # `make test`, that POST took longer (the run itself went through). 30 s: a stall, not a hang.
+    return Client(app_url, verbose=False, httpx_kwargs={"timeout": 30})
 
 
 def call_trace(client, prompt: str, **overrides) -> Trace:

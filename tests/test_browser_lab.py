@@ -48,7 +48,7 @@ def test_kv_cache_experiment_from_the_page(page, shots, tmp_path, app_url):
     """...and another visitor's run meanwhile goes at once: the experiment is a back-room job
     (/status names it) that stands still while that run goes."""
     from gradio_client import Client
-    client, seen = Client(app_url, verbose=False), {}
+    client, seen = Client(app_url, verbose=False, httpx_kwargs={"timeout": 30}), {}
 
     def another_visitor():
         seen["jobs"] = client.predict(api_name="/status")["house"]["jobs"]

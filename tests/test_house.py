@@ -67,7 +67,7 @@ def test_a_back_room_job_pauses_for_visitors_and_its_clock_leaves_the_pause_out(
     thread.join()
     assert result["cancelled"] is False and seen
     # the lowest priority, in a process group of its own (what SIGSTOP reaches)
-    assert result["nice"] == 19 and result["sched_idle"] and result["pgid"] == result["pid"]
+    assert result["nice"] == 19 and result["sched_idle"] and result["io_idle"] and result["pgid"] == result["pid"]
     stood = result["backroom"]
     assert stood["pauses"] >= 1 and stood["visitor_runs_between"] >= 1 and stood["paused_s"] >= 1.4, stood
     # its own clock ran ~2 s of work; the wall clock also saw the pause
