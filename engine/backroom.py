@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
 
@@ -45,9 +46,9 @@ class BackroomError(EngineError):
 
 
 def call(kind: str, what: str, target: str, kwargs: dict | None = None, model: str | None = None,
-         progress=None, cancel: threading.Event | None = None, threads: int | None = None):
-    spec = {"target": target, "kwargs": kwargs or {}, "model": model, "threads": threads}
-    env = dict(os.environ, TBT_PAUSE_LEDGER=HOUSE.ledger.path, TBT_BACKROOM="1", PYTHONUNBUFFERED="1")
+         progress=None, cancel: threading.Event | None = None):
+    spec = {"target": target, "kwargs": kwargs or {}, "model": model}
+    env = dict(os.environ, TBT_PAUSE_LEDGER=HOUSE.ledger.path, PYTHONUNBUFFERED="1")
     # libgomp's defaults (spin ~3 ms, then sleep): only the job's main thread runs torch, so its
     # pool needs no more (the server's ACTIVE policy would spin for minutes after each region)
     for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
@@ -140,10 +141,9 @@ def _lowest_priority() -> None:
 
 def _watch_parent(parent: int) -> None:
     """End the job if the server has gone (a stopped job is ended by the kernel's SIGHUP instead)."""
-    stop = threading.Event()
-    while not stop.wait(1.0):
-        if os.getppid() != parent:
-            os._exit(3)
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(3)
 
 
 def main() -> None:
@@ -162,9 +162,6 @@ def main() -> None:
 
     try:
         spec = json.loads(sys.stdin.readline())
-        if spec.get("threads"):
-            import torch
-            torch.set_num_threads(int(spec["threads"]))
         module, name = spec["target"].split(":")
         fn = getattr(importlib.import_module(module), name)
         args = []

@@ -24,11 +24,6 @@ def _paused_s() -> float:
     return _LEDGER.paused_ns() / 1e9 if _LEDGER is not None else 0.0
 
 
-def pauses() -> int:
-    """How many times this process's job has been stopped so far (0 outside a back-room job)."""
-    return _LEDGER.pauses if _LEDGER is not None else 0
-
-
 def now_ms(device: torch.device | str | None = None) -> float:
     """Milliseconds on a monotonic clock, after the device has finished queued work."""
     if device is not None and torch.device(device).type == "cuda":
