@@ -13,11 +13,13 @@ import logging
 import os
 from pathlib import Path
 
-if os.environ.get("TBT_COMPILE", "").strip().lower() not in ("0", "off", "false", "no"):
+from engine import environment
+
+if environment.compile_enabled():
     # Before torch loads OpenMP. With the page's worker threads and the main thread each holding an
     # OpenMP pool (more threads than cores), libgomp's default spins only ~100 times before a
     # thread sleeps, and every one of the compiled step's ~200 parallel regions then pays a wake-up:
-    # TPOT 43 ms instead of 25 here. ACTIVE keeps them spinning (engine/fast.py). But ACTIVE alone
+    # TPOT 43 ms instead of 25 here. ACTIVE keeps them spinning (engine/compiled/fast.py). But ACTIVE alone
     # spins for ~5 minutes (libgomp: 3e10 spins) after any parallel region while the pool has no
     # more threads than cores: after the model load, one of the server's threads burned a whole
     # core with nobody there (102 % CPU idle), taking it from visitors and the back room. A spin
@@ -31,11 +33,11 @@ import gradio as gr
 # Nothing imported here loads torch or transformers: the page is served first and the model loaded
 # after (main), so a visitor sees it in seconds (tests/test_startup.py keeps it so).
 from engine import EngineError
-from engine.main_thread import MAIN
-from engine.request import Limits
+from engine.compiled.main_thread import MAIN
+from engine.environment import Limits
 from engine.served import endpoints_from_env
-from engine.specs import short_name
-from engine.trace import ModelInfo
+from engine.schema.specs import short_name
+from engine.schema.trace import ModelInfo
 from ui import walkthrough
 from ui.actions import Actions
 from ui.api import Api
@@ -153,7 +155,7 @@ def main() -> None:
     try:
         models.load_default()       # torch, transformers and the weights: the page is already up
         logging.info("%s is loaded: runs can start", models.default)
-        MAIN.serve()                # the compiled decode path compiles and steps here (engine/main_thread.py)
+        MAIN.serve()                # the compiled decode path compiles and steps here (engine/compiled/main_thread.py)
     except KeyboardInterrupt:
         pass
     finally:

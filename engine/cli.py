@@ -8,7 +8,8 @@ import logging
 import sys
 from pathlib import Path
 
-from .errors import EngineError, InvalidRequest
+from engine.errors import EngineError, InvalidRequest
+from engine.schema.validate import read_trace, validate
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
@@ -107,7 +108,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    from .core import Engine   # heavy imports after argument parsing, so --help is instant
+    from engine.model.core import Engine   # heavy imports after argument parsing, so --help is instant
     try:
         if args.command == "trace" and args.endpoint:
             return _served(args)
@@ -120,23 +121,23 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "fork" and not args.bench:
             return _fork(engine, args)
         if args.command == "lab":
-            from .lab import run_lab
+            from engine.lab import run_lab
             only = args.only.split(",") if args.only else None
             draft = _draft(engine, args)
             formats = tuple(f.strip() for f in args.weight_formats.split(",")) if args.weight_formats else None
             result = run_lab(engine, quick=args.quick, only=only, draft=draft, weight_formats=formats)
         elif args.command == "fork":
-            from .fork_bench import fork_bench
+            from engine.bench.fork import fork_bench
             result = fork_bench(engine)
         elif args.command == "eval":
-            from .evaluation import evaluate
+            from engine.bench.evaluation import evaluate
             budgets = [int(b) for b in args.budgets.split(",")]
             result = evaluate(engine, budgets, limit=args.limit)
         else:
-            from .bench import PROMPT, bench
+            from engine.bench.speed import PROMPT, bench
             result = bench(engine, new_tokens=args.new_tokens, repeats=args.repeats)
             if not args.no_fast:
-                from .fast_bench import fast_figures
+                from engine.bench.compiled import fast_figures
                 result.update(fast_figures(engine, PROMPT, args.new_tokens, args.repeats,
                                            llamacpp_tok_s=result.get("llamacpp_decode_tok_s")))
         print(json.dumps(result, indent=None if args.json else 2))
@@ -151,16 +152,16 @@ def _draft(engine, args):
     embedded one, else a second load on the same device."""
     if not args.draft:
         return None
-    from .core import Engine
-    from .loading import resolve_source
+    from engine.model.core import Engine
+    from engine.model.loading import resolve_source
     if resolve_source(args.draft) == resolve_source(args.model):
         return engine
     return Engine.load(args.draft, device=str(engine.device), dtype=args.dtype, attn_implementation=args.attn)
 
 
 def _trace(engine, args) -> int:
-    from .generate import run_trace
-    from .trace import Settings
+    from engine.run.generate import run_trace
+    from engine.schema.trace import Settings
     settings = Settings(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                         top_k=args.top_k, top_p=args.top_p, seed=args.seed, attention=args.attention,
                         logit_lens=args.logit_lens, use_cache=not args.no_cache,
@@ -178,9 +179,9 @@ def _trace(engine, args) -> int:
 
 def _served(args) -> int:
     """A trace of a served model: no model is loaded here unless --tokenizer names one."""
-    from .core import Engine
-    from .served import endpoint, stream_served
-    from .trace import Settings
+    from engine.model.core import Engine
+    from engine.served import endpoint, stream_served
+    from engine.schema.trace import Settings
     if not args.model:
         raise InvalidRequest("name the served model with --model")
     where = endpoint(args.endpoint, args.model, api=args.api, token_ids=args.token_ids, extra=_extra(args))
@@ -193,7 +194,7 @@ def _served(args) -> int:
             next(events)
     except StopIteration as done:
         trace = done.value
-    Path(args.out).write_text(trace.validate().to_json(), encoding="utf-8")
+    Path(args.out).write_text(validate(trace).to_json(), encoding="utf-8")
     s = trace.summary
     print(f"{s.new_tokens} tokens from {where.name} ({s.stop_reason}); TTFT {s.ttft_ms or 0:.0f} ms, "
           f"TPOT {s.tpot_ms or 0:.1f} ms, E2EL {s.e2e_ms:.0f} ms (client side) -> {args.out}", file=sys.stderr)
@@ -209,8 +210,8 @@ def _extra(args) -> dict | None:
 
 
 def _load(args) -> int:
-    from .served import endpoint
-    from .served.load import Slo, load_sweep
+    from engine.served import endpoint
+    from engine.served.load import Slo, load_sweep
     where = endpoint(args.endpoint, args.model, api=args.api, extra=_extra(args))
     try:
         levels = [int(c) for c in args.levels.split(",")]
@@ -227,15 +228,14 @@ def _fork(engine, args) -> int:
     """One branch from a trace file. No cache of that run is in this new process, so the prefix is
     computed once (reported as rebuilt); the branch then reuses it, and the same first token is
     also recomputed from scratch for comparison."""
-    from .fork import measure_recompute, run_fork
-    from .trace import Trace
+    from engine.run.fork import measure_recompute, run_fork
     if args.trace is None or args.step is None or args.token is None or args.out is None:
         raise InvalidRequest("fork needs --trace, --step, --token and --out (or --bench)")
     try:
         text = Path(args.trace).read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidRequest(f"cannot read {args.trace}: {exc.strerror}") from None
-    trace = Trace.from_json(text, max_bytes=engine.limits.max_upload_bytes).validate(engine.limits)
+    trace = read_trace(text, engine.limits)
     forked = run_fork(engine, trace, args.step, args.token, parent=args.parent,
                       max_new_tokens=args.max_new_tokens)
     forked = measure_recompute(engine, forked, forked.branches[-1].id)

@@ -72,7 +72,7 @@ class App:
         return psutil.Process(self.proc.pid).memory_info().rss / 2**20
 
     def probe(self, phase: str) -> dict:
-        from engine.trace import Trace
+        from engine.schema.trace import Trace
         start = time.monotonic()
         f = self.client.predict(PROMPT, TOKENS, 0.0, api_name="/trace")
         wall = time.monotonic() - start
@@ -112,7 +112,7 @@ def llama_server(port: int, log: Path):
         import llama_cpp  # noqa: F401
     except ImportError:
         return None
-    from engine.loading import embedded_gguf
+    from engine.model.loading import embedded_gguf
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_gguf()),
                              "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "2048",
                              "--model_alias", "smollm2", "--interrupt_requests", "False"],

@@ -14,13 +14,14 @@ import sys
 sys.path.insert(0, os.getcwd())
 import torch  # noqa: E402
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer  # noqa: E402
-from engine.core import Engine  # noqa: E402
-from engine.loading import LoadedModel, describe  # noqa: E402
-from engine.generate import run_trace  # noqa: E402
-from engine.trace import Settings  # noqa: E402
+from engine.model.core import Engine  # noqa: E402
+from engine.model.loading import LoadedModel, describe  # noqa: E402
+from engine.run.generate import run_trace  # noqa: E402
+from engine.schema.trace import Settings  # noqa: E402
 from engine.lab import run_lab  # noqa: E402
-from engine.bench import hf_generate_tok_s, wall_tok_s  # noqa: E402
-from engine.fork import run_fork  # noqa: E402
+from engine.bench.speed import hf_generate_tok_s, wall_tok_s  # noqa: E402
+from engine.run.fork import run_fork  # noqa: E402
+from engine.schema.validate import validate
 out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0)}
 folder = os.environ.get("TBT_GPU_MODEL_DIR", ".gpu/smol")
 tok = AutoTokenizer.from_pretrained(folder)
@@ -60,10 +61,10 @@ def speed(e, name):
 
 
 def smoke(e):
-    t = run_trace(e, prompt, Settings(max_new_tokens=16, attention=True, logit_lens=True)).validate()
+    t = validate(run_trace(e, prompt, Settings(max_new_tokens=16, attention=True, logit_lens=True)))
     log("smoke_trace", {"steps": len(t.steps), "attention_steps": len(t.attention.steps), "lens": len(t.steps[0].lens)})
     run = run_trace(e, prompt, Settings(max_new_tokens=12))
-    branch = run_fork(e, run, 3, run.steps[3].candidates[1].id).validate().branches[-1]
+    branch = validate(run_fork(e, run, 3, run.steps[3].candidates[1].id)).branches[-1]
     log("smoke_fork", {"branch_steps": len(branch.steps), "ttft_ms": branch.summary.ttft_ms, "copy_ms": branch.copy_ms})
 
 

@@ -1,9 +1,9 @@
-"""Jobs for tests/test_house.py to run in the back room (engine/backroom.py imports them by name)."""
+"""Jobs for tests/test_house.py to run in the back room (engine/host/backroom.py imports them by name)."""
 
 import os
 import time
 
-from engine.clock import work_s
+from engine.model.clock import work_s
 from engine.errors import InvalidRequest
 
 

@@ -142,7 +142,7 @@ def llama_server():
     """llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`) on the embedded
     GGUF, on a free local port: a real serving engine for the served-model tests. make test
     installs llama-cpp-python (built from source once, then from pip's cache)."""
-    from engine.loading import embedded_gguf
+    from engine.model.loading import embedded_gguf
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_gguf()), "--host", "127.0.0.1",

@@ -34,7 +34,7 @@ PROMPTS = ["Hello, world!", "什么是量子计算", "Write a haiku about rain."
            "Explain in two sentences why the sky is blue.", "小明去超市买了苹果，接着他",
            "Write a Python function that checks whether a number is prime.", "Once upon a time"]
 LOCAL = {"127.0.0.1", "localhost", "::1"}
-# Attention is stored rounded to 1/4095 (engine/packed.py); two runs of one input may land on
+# Attention is stored rounded to 1/4095 (engine/schema/packed.py); two runs of one input may land on
 # either side of a rounding step, so values may differ by that step (plus float noise), no more.
 ATTENTION_ATOL = 2 / 4095
 LENS_P_ATOL = 1e-4

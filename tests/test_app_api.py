@@ -7,6 +7,7 @@ from gradio_client import Client
 
 from engine import Settings, Trace, run_trace
 from tests.load import differences
+from engine.schema.validate import validate
 
 ARGS = dict(max_new_tokens=12, temperature=0.0, top_k=0, top_p=1.0, seed=0, attention=False,
             logit_lens=False, chat_template=True)
@@ -141,7 +142,7 @@ def test_fork_endpoint_continues_a_trace_on_its_cached_prefix(client, engine):
     server's kept cache (no rebuild), equals the engine's own fork, and the recompute is timed."""
     from gradio_client import handle_file
 
-    from engine.fork import run_fork
+    from engine.run.fork import run_fork
     path = client.predict(prompt="Xiao Ming went to the supermarket and bought some apples. Then he",
                           **ARGS, api_name="/trace")
     with open(path, encoding="utf-8") as f:
@@ -150,7 +151,7 @@ def test_fork_endpoint_continues_a_trace_on_its_cached_prefix(client, engine):
     forked_path = client.predict(trace=handle_file(path), step=3, token=token, max_new_tokens=6, recompute=True,
                                  api_name="/fork")
     with open(forked_path, encoding="utf-8") as f:
-        forked = Trace.from_json(f.read()).validate()
+        forked = validate(Trace.from_json(f.read()))
     branch = forked.branches[-1]
     assert branch.at == 3 and branch.token == token and branch.rebuilt_ms is None
     assert branch.recompute_ms is not None and branch.recompute_token == branch.steps[1].id

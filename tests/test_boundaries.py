@@ -1,36 +1,90 @@
-"""The shape of the code: engine/ knows no UI library; viz/ runs without torch."""
+"""The shape of the code: engine/ knows no UI library, its rooms import each other without a
+circle, viz/ sees only the torch-free part of the engine, and no engine file outgrows a reading."""
 
 import ast
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
+ENGINE = ROOT / "engine"
+TORCH_FREE = ("engine.schema", "engine.environment", "engine.errors")   # what viz may import
 
 
-def imported_modules(folder: Path) -> set[str]:
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set[str]:
+    """Every module `path` imports, at the top or inside a function (a lazy import hides a circle too)."""
     names = set()
-    for path in folder.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                names.update(a.name.split(".")[0] for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0:
-                names.add(node.module.split(".")[0])
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)   # `from engine.x import module`
     return names
 
 
+def tops(names: set[str]) -> set[str]:
+    return {n.split(".")[0] for n in names}
+
+
+def test_engine_imports_by_full_name():
+    for path in ENGINE.rglob("*.py"):
+        tree = ast.parse(path.read_text(), str(path))
+        assert not any(isinstance(n, ast.ImportFrom) and n.level for n in ast.walk(tree)), path
+
+
 def test_engine_imports_no_ui_library():
-    assert not imported_modules(ROOT / "engine") & {"gradio", "altair", "pandas", "gradio_client"}
+    used = set().union(*(tops(imports(p)) for p in ENGINE.rglob("*.py")))
+    assert not used & {"gradio", "altair", "pandas", "gradio_client", "ui", "viz"}
 
 
-def test_viz_imports_no_torch():
-    viz = ROOT / "viz"
-    if not viz.exists():
-        pytest.skip("viz/ not built yet")
-    assert not imported_modules(viz) & {"torch", "transformers", "gradio"}
+def test_engine_has_no_import_circle():
+    files = {module_name(p): p for p in ENGINE.rglob("*.py")}
+    graph = {m: {n for n in imports(p) if n in files and n != m and not files[n].name == "__init__.py"}
+             for m, p in files.items() if p.name != "__init__.py"}
+    state: dict[str, int] = {}
+
+    def visit(m, path):
+        state[m] = 1
+        for n in graph.get(m, ()):
+            assert state.get(n) != 1, "import circle: " + " -> ".join(path + [n])
+            if n not in state:
+                visit(n, path + [n])
+        state[m] = 2
+
+    for m in graph:
+        if m not in state:
+            visit(m, [m])
+    assert "engine.schema.trace" in graph and graph["engine.schema.trace"], "the graph missed the engine's imports"
+
+
+def test_schema_room_needs_no_torch():
+    for path in (ENGINE / "schema").rglob("*.py"):
+        assert not tops(imports(path)) & {"torch", "transformers"}, path
+        inside = {n for n in imports(path) if n.startswith("engine.")}
+        assert all(n.startswith(TORCH_FREE) for n in inside), (path, inside)
+
+
+def test_viz_imports_only_the_torch_free_engine():
+    viz_imports = set().union(*(imports(p) for p in (ROOT / "viz").rglob("*.py")))
+    assert not tops(viz_imports) & {"torch", "transformers", "gradio"}
+    engine_parts = {n for n in viz_imports if n.startswith("engine")}
+    assert engine_parts, "viz imports nothing of the engine: the check below would pass vacuously"
+    assert all(n.startswith(TORCH_FREE) for n in engine_parts), engine_parts - {
+        n for n in engine_parts if n.startswith(TORCH_FREE)}
+    schema = " ".join(f"import {module_name(p)};" for p in (ENGINE / "schema").glob("*.py"))
     code = ("import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None; "
-            "import viz, engine.trace; print('ok')")
+            f"import viz, engine.environment; {schema} print('ok')")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_no_engine_file_outgrows_a_reading():
+    long = {str(p.relative_to(ROOT)): n for p in ENGINE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 250}
+    assert not long, long

@@ -12,6 +12,7 @@ import pytest
 
 from tests.test_bad_inputs import INTERNALS
 from tests.test_trace_validate import HOSTILE
+from engine.schema.validate import validate
 
 pytestmark = pytest.mark.browser
 
@@ -137,7 +138,7 @@ def test_every_hostile_file_is_refused_in_the_page(page, app_process, tmp_path, 
 def test_layer_controls_follow_an_uploaded_trace_of_a_smaller_model(page, tmp_path):
     """A trace from a 10-layer model: the layer slider's range becomes 0..9 (it was 0..29)."""
     from engine import Trace
-    from engine.packed import PackedRows
+    from engine.schema.packed import PackedRows
     trace = Trace.from_json((Path(__file__).parent / "fixtures" / "trace_zh.json").read_text(encoding="utf-8"))
     trace.model.layers = 10
     att = trace.attention
@@ -146,7 +147,7 @@ def test_layer_controls_follow_an_uploaded_trace_of_a_smaller_model(page, tmp_pa
     for step in trace.steps:
         step.lens = [g for g in step.lens or [] if g.layer < 10] or None
     path = tmp_path / "ten-layers.json"
-    path.write_text(trace.validate().to_json(), encoding="utf-8")
+    path.write_text(validate(trace).to_json(), encoding="utf-8")
     page.get_by_role("tab", name="Trace file").click()
     page.set_input_files("#upload input[type=file]", str(path))
     page.wait_for_selector("#output .tbt-rendered", state="attached", timeout=60_000)

@@ -71,7 +71,7 @@ def test_kv_cache_experiment_from_the_page(page, shots, tmp_path, app_url):
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["kv_cache"]["speedup"] == data["kv_cache_speedup"] and data["experiments"] == ["kv_cache"]
     assert data["kv_cache"]["exclusive"] is True and data["kv_cache"]["speedup"] > 1
-    # it ran in the back room (engine/backroom.py), which says how often it stood still for visitors
+    # it ran in the back room (engine/host/backroom.py), which says how often it stood still for visitors
     assert set(data["kv_cache"]["backroom"]) == {"pauses", "visitor_runs_between", "paused_s"}
     assert data["kv_cache"]["backroom"]["visitor_runs_between"] >= 1       # the other visitor's run
 

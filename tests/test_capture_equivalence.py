@@ -5,7 +5,7 @@
 - a run stops where `model.generate` stops (the same eos ids, the same tokens).
 
 The engine is used only through its public API (`run_trace`, `Settings`, the Trace); the reference
-numbers come from the model directly. Attention is stored packed (engine/packed.py): each value
+numbers come from the model directly. Attention is stored packed (engine/schema/packed.py): each value
 within 1/4095 of the true one and each running sum within 0.5/4095, so those are the tolerances;
 the engine and the reference differ by float noise (~1e-6) on top of that.
 """
@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from engine import Settings, run_trace
-from engine.packed import SCALE
+from engine.schema.packed import SCALE
 
 FLOAT_NOISE = 2e-5
 VALUE_TOL = 1 / SCALE + FLOAT_NOISE          # one probability, after packing
@@ -214,7 +214,7 @@ def test_raw_captured_probabilities_equal_eager_within_1e_4(engine):
     weights of the same positions within 1e-4, at prefill (the map and the last row) and at a
     decode step on the cache (the newest query's row), in every layer and head."""
     from transformers import DynamicCache
-    from engine.hooks import Capture
+    from engine.model.hooks import Capture
     ids = [t.id for t in run_trace(engine, ATTENTION_PROMPT, Settings(max_new_tokens=1)).prompt.tokens]
     n = len(ids)
     cache = DynamicCache(config=engine.model.config)

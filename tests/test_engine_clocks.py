@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from engine import Engine, Settings, Trace, run_trace, stream_trace
-from engine.packed import SCALE as PACK_SCALE
-from engine.side_by_side import interleave
-from engine.trace import SCHEMA
+from engine.schema.packed import SCALE as PACK_SCALE
+from engine.run.side_by_side import interleave
+from engine.schema.trace import SCHEMA
 
 PROMPT = "Name three colours of the rainbow."
 

@@ -4,11 +4,11 @@ KV projections."""
 import pytest
 
 from engine import InvalidRequest, Settings, run_trace
-from engine.embeddings import embedding_neighbors
-from engine.other_tokenizer import qwen_tokens
-from engine.sampling import playground
-from engine.specs import PUBLIC_MODELS, kv_bytes, kv_projection
-from engine.sweep import prompt_of_length, ttft_sweep
+from engine.model.embeddings import embedding_neighbors
+from engine.model.other_tokenizer import qwen_tokens
+from engine.run.sampling import playground
+from engine.schema.specs import PUBLIC_MODELS, kv_bytes, kv_projection
+from engine.bench.sweep import prompt_of_length, ttft_sweep
 
 
 def test_qwen_tokenizer_splits_chinese_into_words():

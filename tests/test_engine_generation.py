@@ -7,8 +7,8 @@ import torch
 from transformers import DynamicCache
 
 from engine import Settings, run_trace, stream_trace
-from engine.hooks import Capture
-from engine.kv_cache import formula_bytes
+from engine.model.hooks import Capture
+from engine.run.kv_cache import formula_bytes
 
 PROMPTS = {
     "english": "Explain why the sky is blue.",

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from engine import Engine, InvalidRequest, Limits, ModelLoadError, Settings, stream_trace
-from engine.loading import resolve_source
+from engine.model.loading import resolve_source
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -3,7 +3,7 @@
 import pytest
 
 from engine import Settings, run_trace
-from engine.tokens import TextStream, printable
+from engine.model.tokens import TextStream, printable
 
 
 def test_hello_world_is_four_tokens(engine):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from engine import SCHEMA, Settings, Trace, TraceFormatError, run_trace
-from engine.packed import PackedRows
+from engine.schema.packed import PackedRows
 
 
 @pytest.fixture(scope="module")

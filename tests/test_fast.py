@@ -1,4 +1,4 @@
-"""The compiled decode path (engine/fast.py, engine/aoti.py) on the embedded model: the step's
+"""The compiled decode path (engine/compiled/fast.py, engine/compiled/aoti.py) on the embedded model: the step's
 AOTInductor package builds (or is found on disk) and loads, a compiled run gives `generate`'s greedy
 tokens and the eager path's captures, and whatever the step cannot serve stays on the eager path.
 
@@ -16,11 +16,12 @@ import pytest
 import torch
 
 from engine import Settings, Trace, run_trace, stream_trace
-from engine.fast import BUCKETS, bucket_for
-from engine.fast_bench import PROMPTS, fast_figures, greedy_ids, identical
-from engine.fork import run_fork
-from engine.packed import SCALE
+from engine.compiled.fast import BUCKETS, bucket_for
+from engine.bench.compiled import PROMPTS, fast_figures, greedy_ids, identical
+from engine.run.fork import run_fork
+from engine.schema.packed import SCALE
 from ui.actions import status_md
+from engine.schema.validate import validate
 
 BUCKET = BUCKETS[0]
 WATCHED = Settings(max_new_tokens=24, ignore_eos=True, attention=True, logit_lens=True)
@@ -75,7 +76,7 @@ def test_a_watched_compiled_run_captures_what_the_eager_path_captures(engine, fa
     for mine, theirs in zip(compiled.steps, reference.steps):     # the lens from the graph's hidden states
         assert [g.id for g in mine.lens] == [g.id for g in theirs.lens]
         assert [g.p for g in mine.lens] == pytest.approx([g.p for g in theirs.lens], abs=1e-4)
-    Trace.from_json(compiled.to_json()).validate()
+    validate(Trace.from_json(compiled.to_json()))
     assert "compiled" in status_md(compiled, "en") and "已编译" in status_md(compiled, "zh")
     assert "eager" in status_md(reference, "en")
 
@@ -148,7 +149,7 @@ def test_other_threads_step_through_the_serving_main_thread(engine, fast):
     """The app's runs are on worker threads: their compiled steps go to the main thread, which
     serves them (here: this test's thread, the main one); without it they decode eagerly."""
     import threading
-    from engine.fast import MAIN
+    from engine.compiled.fast import MAIN
     results, stop = {}, threading.Event()
 
     def visitor(wait_for_main: bool = False):

@@ -1,4 +1,4 @@
-"""Forking a run (engine/fork.py): a branch continues from step K with another token, reusing the
+"""Forking a run (engine/run/fork.py): a branch continues from step K with another token, reusing the
 run's cached prefix. A greedy branch must equal a fresh `model.generate` from the same tokens; the
 parent, its trace and its cache never change; two visitors' branches of one run stay apart; the
 branches travel in the trace file and are checked like the rest of it."""
@@ -14,9 +14,10 @@ import pytest
 import torch
 
 from engine import InvalidRequest, Settings, Trace, TraceFormatError, run_trace
-from engine.branches import ROOT, lineage, view
-from engine.fork import measure_recompute, run_fork
+from engine.schema.branches import ROOT, lineage, view
+from engine.run.fork import measure_recompute, run_fork
 from viz.tree import tree_html
+from engine.schema.validate import validate
 
 PROMPT = "Xiao Ming went to the supermarket and bought some apples. Then he"
 NEW = 16
@@ -120,12 +121,12 @@ def test_a_trace_without_a_cache_in_memory_has_its_prefix_built_once(engine, run
 def test_branches_round_trip_and_old_files_load(engine, run):
     forked = run_fork(engine, run, 1, second_choice(run.steps[1]), max_new_tokens=5)
     forked = measure_recompute(engine, forked, "b1")
-    back = Trace.from_json(forked.to_json()).validate()
+    back = validate(Trace.from_json(forked.to_json()))
     assert back.to_json() == forked.to_json() and back.branches[0].recompute_ms == forked.branches[0].recompute_ms
     old = json.loads(run.to_json())
     old["schema"] = "token-by-token/trace@2"
     del old["branches"], old["run_id"]
-    assert Trace.from_json(json.dumps(old)).validate().branches == []
+    assert validate(Trace.from_json(json.dumps(old))).branches == []
 
 
 def hostile(forked: Trace, change) -> str:
@@ -147,7 +148,7 @@ def hostile(forked: Trace, change) -> str:
 def test_hostile_branch_data_is_refused(engine, run, name, change):
     forked = run_fork(engine, run, 2, second_choice(run.steps[2]), max_new_tokens=3)
     with pytest.raises(TraceFormatError):
-        Trace.from_json(hostile(forked, change)).validate()
+        validate(Trace.from_json(hostile(forked, change)))
 
 
 def test_bad_fork_requests_are_refused_before_any_work(engine, run):

@@ -1,4 +1,4 @@
-"""The house's heavy work yields to visitors (engine/house.py, engine/backroom.py): a back-room job
+"""The house's heavy work yields to visitors (engine/host/house.py, engine/host/backroom.py): a back-room job
 is stopped while a visitor's run is in progress and its clock leaves the pause out; errors and
 Stop reach the caller."""
 
@@ -10,9 +10,9 @@ import time
 import psutil
 import pytest
 
-from engine import backroom
+from engine.host import backroom
 from engine.errors import EngineError
-from engine.house import HOUSE, House, Job, Ledger
+from engine.host.house import HOUSE, House, Job, Ledger
 
 TARGET = "tests.backroom_jobs"
 

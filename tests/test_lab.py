@@ -12,11 +12,11 @@ import pytest
 import torch
 
 from engine.errors import InvalidRequest
-from engine.generate import run_trace
+from engine.run.generate import run_trace
 from engine.lab import run_lab
 from engine.lab import kernels, kv_cache, roofline, speculative, weights
 from engine.lab.measure import peak_bytes, spread
-from engine.trace import Settings
+from engine.schema.trace import Settings
 from viz.labels import label
 
 
@@ -329,7 +329,7 @@ def test_the_lab_mode_is_the_visitors_model_s(engine, monkeypatch):
 def test_weights_refuse_models_above_the_hosts_size_before_loading_anything(engine, monkeypatch):
     import copy
     from engine import InvalidRequest
-    from engine.request import Limits
+    from engine.environment import Limits
     small_cap = copy.copy(engine)
     small_cap.limits = Limits(lab_max_parameters=100_000_000)         # below SmolLM2's 135M
     loads = []

@@ -6,7 +6,7 @@ import copy
 
 import numpy as np
 
-from engine.packed import PackedRows
+from engine.schema.packed import PackedRows
 from tests.load import differences, inputs, run_load
 from tests.test_viz_data import load
 

@@ -88,7 +88,7 @@ class LockingEngine(FakeEngine):
         self.lock, self.held_for = threading.RLock(), None
 
     def exclusive(self, reason):
-        from engine.core import Engine
+        from engine.model.core import Engine
         return Engine.exclusive(self, reason)
 
 
@@ -146,7 +146,7 @@ def test_the_page_can_come_before_the_model(slow_loads):
 
 def test_a_default_that_cannot_load_falls_back_to_the_embedded_model(monkeypatch):
     from engine import EngineError
-    from engine.specs import EMBEDDED
+    from engine.schema.specs import EMBEDDED
 
     def load(model_id, limits=None):
         if model_id != EMBEDDED:

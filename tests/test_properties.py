@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from engine import EngineError, InvalidRequest, Settings, stream_trace
 from engine.errors import TraceFormatError
-from engine.reasoning import template_text
-from engine.request import clean_prompt
-from engine.tokens import prompt_tokens
-from engine.trace import Trace
+from engine.run.reasoning import template_text
+from engine.run.request import clean_prompt
+from engine.model.tokens import prompt_tokens
+from engine.schema.trace import Trace
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from engine import Engine, Settings, run_trace
-from engine.evaluation import QUESTIONS, answer_text, evaluate, is_correct, wilson
-from engine.loading import LoadedModel
-from engine.reasoning import CLOSE, FORCED_CLOSE, SCAFFOLD_ANSWER_CUE, thinking_style
+from engine.bench.evaluation import QUESTIONS, answer_text, evaluate, is_correct, wilson
+from engine.model.loading import LoadedModel
+from engine.run.reasoning import CLOSE, FORCED_CLOSE, SCAFFOLD_ANSWER_CUE, thinking_style
 
 TEMPLATES = Path(__file__).parent / "fixtures" / "chat_templates"
 

@@ -13,7 +13,8 @@ import pytest
 
 from engine.errors import InvalidRequest
 from engine.served import Bounds, ServedError, endpoint, endpoints_from_env, stream_served
-from engine.trace import Settings, Trace
+from engine.schema.trace import Settings, Trace
+from engine.schema.validate import validate
 
 FIXTURES = Path(__file__).parent / "fixtures" / "served"
 QUICK = Bounds(connect_s=2, stall_s=0.6, total_s=5, max_bytes=200_000, max_line=20_000, max_events=500)
@@ -122,7 +123,7 @@ def at(server, kind: str, **kwargs):
 
 def test_a_good_stream_makes_a_valid_served_trace(hostile):
     trace = run(at(hostile, "good"), max_new_tokens=3)
-    trace.validate()
+    validate(trace)
     assert [(s.id, s.token) for s in trace.steps] == [(100, " Paris"), (101, " is"), (102, " lovely")]
     assert [c.id for c in trace.steps[0].candidates] == [100, 7] and trace.steps[0].chosen_rank == 0
     assert trace.steps[0].chosen_p_model == pytest.approx(0.9048, abs=1e-4) and trace.output_text == " Paris is lovely"
@@ -130,7 +131,7 @@ def test_a_good_stream_makes_a_valid_served_trace(hostile):
     s = trace.summary
     assert s.new_tokens == 3 and s.stop_reason == "max_tokens" and 0 < s.ttft_ms <= s.e2e_ms
     assert s.tpot_ms == pytest.approx((s.e2e_ms - s.ttft_ms) / 2)
-    again = Trace.from_json(trace.to_json()).validate()
+    again = validate(Trace.from_json(trace.to_json()))
     assert again.served == trace.served
     body = hostile.bodies[-1]
     assert body["model"] == "test-model" and body["stream"] is True and body["logprobs"] >= 1
@@ -264,8 +265,8 @@ def test_the_load_sweep_counts_failures_and_keeps_its_bounds(hostile):
 
 def test_the_load_sweep_yields_to_a_visitors_run(hostile):
     """A visitor's run that begins during a wave cuts the wave's streams at once, no new stream is
-    sent while it runs, and the wave is sent again afterwards (engine/house.py)."""
-    from engine.house import HOUSE
+    sent while it runs, and the wave is sent again afterwards (engine/host/house.py)."""
+    from engine.host.house import HOUSE
     from engine.served.load import load_sweep
     box: dict = {}
     sweep = threading.Thread(target=lambda: box.update(result=load_sweep(

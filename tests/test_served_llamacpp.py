@@ -12,7 +12,8 @@ import pytest
 
 from engine.served import ServedError, endpoint, stream_served
 from engine.served.agreement import agreement
-from engine.trace import Settings, Trace
+from engine.schema.trace import Settings, Trace
+from engine.schema.validate import validate
 
 PROMPT = "Explain in two sentences why the sky is blue."
 # llama-cpp-python's server applies repeat_penalty 1.1 by default: not plain greedy without this
@@ -26,7 +27,7 @@ def served(url, api="completions", local=None, prompt=PROMPT, max_new_tokens=48,
         while True:
             next(events)
     except StopIteration as done:
-        return done.value.validate()
+        return validate(done.value)
 
 
 def test_a_served_greedy_trace_agrees_with_our_engine(llama_server, engine):
@@ -67,7 +68,7 @@ def test_the_cli_writes_a_served_trace(llama_server, tmp_path):
                            "--tokenizer", "embedded", "--extra", json.dumps(GREEDY), "--prompt", PROMPT,
                            "--max-new-tokens", "8", "--out", str(out)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    trace = Trace.from_json(out.read_text()).validate()
+    trace = validate(Trace.from_json(out.read_text()))
     assert len(trace.steps) == 8 and trace.served.model == "smollm2" and "TTFT" in done.stderr
     bad = subprocess.run([sys.executable, "-m", "engine", "trace", "--endpoint", "http://127.0.0.1:9", "--model", "m",
                           "--prompt", PROMPT, "--out", str(out)], capture_output=True, text=True, timeout=60)

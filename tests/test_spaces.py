@@ -13,7 +13,7 @@ import pytest
 import yaml
 from gradio_client import Client
 
-from engine.specs import EMBEDDED
+from engine.schema.specs import EMBEDDED
 
 ROOT = Path(__file__).resolve().parent.parent
 

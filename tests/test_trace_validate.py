@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from engine import Trace, TraceFormatError
-from engine.packed import PackedRows
-from engine.request import Limits
+from engine.schema.packed import PackedRows
+from engine.environment import Limits
+from engine.schema.validate import validate
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RECORDED = Path(__file__).parent.parent / "assets" / "traces"
@@ -20,19 +21,19 @@ def _doc(name: str = "trace_zh.json") -> dict:
 
 
 def _check(doc: dict) -> Trace:
-    return Trace.from_json(json.dumps(doc)).validate(Limits())
+    return validate(Trace.from_json(json.dumps(doc)), Limits())
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("trace_*.json")) + sorted(p for p in RECORDED.glob("*.json") if p.name != "manifest.json"),
                          ids=lambda p: p.name)
 def test_real_traces_pass(path):
-    Trace.from_json(path.read_text(encoding="utf-8")).validate(Limits())
+    validate(Trace.from_json(path.read_text(encoding="utf-8")), Limits())
 
 
 def test_a_fresh_run_passes(engine):
     from engine import Settings, run_trace
     trace = run_trace(engine, "Hi there", Settings(max_new_tokens=4, attention=True, logit_lens=True))
-    Trace.from_json(trace.to_json()).validate(engine.limits)
+    validate(Trace.from_json(trace.to_json()), engine.limits)
 
 
 def _attention_doc() -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.trace import Trace
+from engine.schema.trace import Trace
 from viz import chips, fmt, frames
 from viz.labels import LABELS, LANGS, label
 

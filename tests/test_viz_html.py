@@ -8,7 +8,7 @@ import re
 import pytest
 
 
-from engine.trace import Trace
+from engine.schema.trace import Trace
 from tests.test_viz_data import EVIL, TRACES, hostile, load, playground_rows
 from viz import html as views
 from viz.fmt import fmt_p

@@ -7,21 +7,21 @@ generator and in the visitor's gr.State, so visitors never see each other's toke
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from engine import environment
 from engine.errors import EngineError
-from engine.house import HOUSE
+from engine.host.house import HOUSE
 from engine.served import Endpoint
 from engine.served.load import Slo, load_sweep
-from engine.specs import EMBEDDED
-from engine.sweep import LENGTHS, ttft_sweep
-from engine.request import check_settings, clean_prompt
-from engine.trace import Settings, Trace
+from engine.schema.specs import EMBEDDED
+from engine.bench.sweep import LENGTHS, ttft_sweep
+from engine.run.request import check_settings, clean_prompt
+from engine.schema.trace import Settings, Trace
 from viz import html, served_load, speed
 from viz.labels import label
 from viz.notice import embedding_strip, notice_chart
@@ -33,7 +33,7 @@ from .uploads import read_upload
 from .views import clamp
 
 if TYPE_CHECKING:
-    from engine.core import Engine
+    from engine.model.core import Engine
 
 # The engine's torch side (runs, tokenizers, embeddings) is imported where it is used: the page is
 # built and served before torch loads (app.py).
@@ -74,12 +74,6 @@ def make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, lo
                     chat_template=bool(chat_template))
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        return default
-
 
 def status_md(trace: Trace, lang: str) -> str:
     parts = []
@@ -98,7 +92,7 @@ def status_md(trace: Trace, lang: str) -> str:
     if trace.served:
         parts.append(label("served_status", lang, endpoint=trace.served.endpoint))
     elif trace.observation and trace.steps:
-        o = trace.observation        # which path ran the decode steps (engine/fast.py)
+        o = trace.observation        # which path ran the decode steps (engine/compiled/fast.py)
         parts.append(label("decode_compiled", lang, slots=o.static_cache_tokens) if o.decode == "compiled"
                      else label("decode_eager", lang))
         if o.beside_compile:
@@ -119,7 +113,7 @@ def waiting_md(engine: Engine, lang: str) -> str | None:
 
 
 def house_md(lang: str) -> str | None:
-    """What heavy work the house runs beside this visitor's run (engine/house.py), and that it
+    """What heavy work the house runs beside this visitor's run (engine/host/house.py), and that it
     stands still meanwhile. None when there is none."""
     jobs = HOUSE.describe()["jobs"]
     if not jobs:
@@ -178,7 +172,7 @@ class Actions:
                     events = torch_side("engine.served.client").stream_served(
                         endpoint, prompt, plain, local=engine if endpoint.tokenizer else None, cancel=flag)
                 else:
-                    events = torch_side("engine.generate").stream_trace(engine, prompt, settings, cancel=flag,
+                    events = torch_side("engine.run.generate").stream_trace(engine, prompt, settings, cancel=flag,
                                                                         keep_cache=True)   # forks reuse it
             except EngineError as exc:
                 raise gr.Error(str(exc)) from None
@@ -224,8 +218,7 @@ class Actions:
             raise gr.Error(label("load_pick_served", lang))
         text = prompt if isinstance(prompt, str) and prompt.strip() else "Explain in two sentences why the sky is blue."
         try:
-            result = load_sweep(endpoint, text, max_tokens=32, rounds=1, slo=Slo(_env_float("TBT_SLO_TTFT_MS", 1000),
-                                                                               _env_float("TBT_SLO_TPOT_MS", 100)),
+            result = load_sweep(endpoint, text, max_tokens=32, rounds=1, slo=Slo(*environment.slo_ms()),
                                 budget_s=90, progress=lambda f, d: progress(f, desc=d))
             return (gr.Plot(served_load.load_chart(result, lang=lang), visible=True),
                     gr.Dataframe(served_load.load_table(result, lang=lang), visible=True))
@@ -238,7 +231,7 @@ class Actions:
     # --- tokens chapter helpers (need the tokenizer) ------------------------------------------
     def comparison(self, trace: Trace) -> tuple:
         engine = self.engine_of(trace) or self.engine
-        other, tokens = torch_side("engine.other_tokenizer"), torch_side("engine.tokens")
+        other, tokens = torch_side("engine.model.other_tokenizer"), torch_side("engine.model.tokens")
         raw = trace.prompt.raw
         ours = tokens.prompt_tokens(engine.token_bytes, raw, engine.encode(raw, templated=True))
         return ours, engine.info.id.split(":")[-1], other.qwen_tokens(raw), other.NAME
@@ -250,7 +243,7 @@ class Actions:
         if engine is None:
             return notice_chart(label("other_model", lang)), ""
         token = trace.prompt.tokens[clamp(index, len(trace.prompt.tokens) - 1)]
-        vector, neighbors = torch_side("engine.embeddings").embedding_neighbors(engine, token.id)
+        vector, neighbors = torch_side("engine.model.embeddings").embedding_neighbors(engine, token.id)
         title = f"{label('embedding_of', lang)} {token.text!r} ({label('embedding_dims', lang, id=token.id, n=len(vector))})"
         return (embedding_strip(vector, title),
                 html.neighbors_html({"id": token.id, "text": token.text}, neighbors, lang=lang))

@@ -25,9 +25,9 @@ import gradio as gr
 from gradio import FileData
 
 from engine import EngineError
-from engine.house import HOUSE
-from engine.side_by_side import interleave
-from engine.trace import Settings, Trace
+from engine.host.house import HOUSE
+from engine.run.side_by_side import interleave
+from engine.schema.trace import Settings, Trace
 
 from .gpu import for_tokens, on_gpu
 from .models import Models, torch_side
@@ -97,7 +97,7 @@ class Api:
         try:
             with API_SLOTS.hold(request, BUSY):
                 # the run's cache stays on the server (bounded), so /fork of this trace reuses it
-                events = torch_side("engine.generate").stream_trace(self.engine(model), prompt, settings,
+                events = torch_side("engine.run.generate").stream_trace(self.engine(model), prompt, settings,
                                                                     keep_cache=True)
                 try:
                     for event in events:
@@ -126,7 +126,7 @@ class Api:
             engine = self.engine(model)
             source = read_upload(path, engine.limits)
             with API_SLOTS.hold(request, BUSY):
-                fork = torch_side("engine.fork")
+                fork = torch_side("engine.run.fork")
                 events = fork.stream_fork(engine, source, at, chosen, parent=parent, max_new_tokens=new)
                 try:
                     while True:
@@ -182,7 +182,7 @@ class Api:
                 # the compiled decode step of the default model: queued, building, ready, not used or failed
                 "fast": engine.fast.describe() if engine.fast else None,
                 # the house's heavy work now (compile, lab, evaluation, load sweep): each job stands
-                # still while any visitor's run is in progress (engine/house.py)
+                # still while any visitor's run is in progress (engine/host/house.py)
                 "house": HOUSE.describe(),
                 "limits": dataclasses.asdict(engine.limits)}
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import gradio as gr
 
-from engine.branches import ROOT
-from engine.request import APP_DEFAULTS
-from engine.specs import short_name
+from engine.schema.branches import ROOT
+from engine.run.request import APP_DEFAULTS
+from engine.schema.specs import short_name
 from viz import html
 from viz.fmt import device_name
 from viz.tree import tree_html

@@ -14,7 +14,7 @@ import re
 import gradio as gr
 
 from engine import EngineError
-from engine.branches import ROOT, find, lineage, view
+from engine.schema.branches import ROOT, find, lineage, view
 from viz import html
 from viz.fmt import fmt_bytes, fmt_ms, fmt_p, visible
 from viz.tree import tree_html
@@ -95,7 +95,7 @@ class ForkPanel:
             settings = dataclasses.replace(base, temperature=float(temperature or 0))
             with self.actions.flags.running(request) as flag:
                 chosen = int(token) if token is not None else -1
-                events = torch_side("engine.fork").stream_fork(engine, tree, int(step or 0), chosen, parent=shown,
+                events = torch_side("engine.run.fork").stream_fork(engine, tree, int(step or 0), chosen, parent=shown,
                                                                max_new_tokens=int(new or 1), settings=settings,
                                                                cancel=flag)
                 try:
@@ -122,7 +122,7 @@ class ForkPanel:
         if tree is None or shown == ROOT:
             raise gr.Error(text("fork_recompute_first", lang))
         try:
-            measured = torch_side("engine.fork").measure_recompute(self.actions.models.get(model_id), tree, shown)
+            measured = torch_side("engine.run.fork").measure_recompute(self.actions.models.get(model_id), tree, shown)
         except EngineError as exc:
             raise gr.Error(str(exc)) from None
         return measured, result_md(measured, shown, lang), self.actions.trace_file(measured)

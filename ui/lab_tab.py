@@ -2,7 +2,7 @@
 a two-line reading of its result; a Stop button and a JSON export of everything measured so far.
 
 Each visitor's results live in a gr.State (plain JSON-ready dicts). An experiment runs in the back
-room (engine/backroom.py): a child process with its own copy of the model, at the lowest priority,
+room (engine/host/backroom.py): a child process with its own copy of the model, at the lowest priority,
 stopped while any visitor's run is in progress and continued after, its clock leaving the pauses
 out. So visitors never wait for it, and its timings are still of its own work alone. Only one lab
 experiment runs at a time (its own concurrency group "lab", limit 1).
@@ -12,15 +12,15 @@ On ZeroGPU the experiment runs in the forked GPU process (it holds the engine ex
 from __future__ import annotations
 
 import json
-import os
 from functools import lru_cache
 from pathlib import Path
 
 import gradio as gr
 
-from engine import backroom
+from engine.host import backroom
+from engine import environment
 from engine.errors import EngineError
-from engine.specs import EMBEDDED, PUBLIC_MODELS, short_name
+from engine.schema.specs import EMBEDDED, PUBLIC_MODELS, short_name
 from viz import lab as charts
 from viz import lab_serving as serving
 from viz.fmt import device_name
@@ -88,7 +88,7 @@ def lab_mode(model_id: str) -> str:
     """`TBT_LAB`: "on" (visitors run experiments), "recorded" (no live runs) or "off". Unset: on for
     the embedded model, recorded for a host's hub model (extra copies of a big model, minutes of
     holding it, are the host's decision)."""
-    mode = os.environ.get("TBT_LAB", "").strip().lower()
+    mode = environment.lab_mode()
     if mode in MODES:
         return mode
     return "on" if model_id == EMBEDDED else "recorded"

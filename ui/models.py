@@ -12,7 +12,6 @@ without. Whatever needs the model (`engine`, `get`) waits for it.
 from __future__ import annotations
 
 import importlib
-import os
 import threading
 from collections import OrderedDict
 from contextlib import ExitStack, contextmanager
@@ -20,15 +19,16 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from engine import environment
 from engine.errors import EngineError
-from engine.request import Limits
-from engine.specs import EMBEDDED
+from engine.environment import Limits
+from engine.schema.specs import EMBEDDED
 
 from .errors import internal, reference
 from .gpu import ZERO_GPU
 
 if TYPE_CHECKING:
-    from engine.core import Engine
+    from engine.model.core import Engine
 
 # Cleared while the app's main thread imports torch and transformers for its first model, with the
 # page already up: a handler importing them at the same moment can fail (two threads in one
@@ -51,9 +51,7 @@ def torch_side(module: str):
 
 
 def allowed_from_env(cli_model: str | None = None) -> list[str]:
-    raw = os.environ.get("TBT_MODELS", "")
-    ids = [m.strip() for m in raw.split(",") if m.strip()]
-    ids = [EMBEDDED if m == "embedded" else m for m in ids]
+    ids = [EMBEDDED if m == "embedded" else m for m in environment.models()]
     return ids or [cli_model or EMBEDDED]
 
 
@@ -63,12 +61,11 @@ def load_engine(model_id: str, limits: Limits | None = None) -> Engine:
     for accelerate to spread over before a GPU function runs)."""
     import torch
 
-    from engine.core import Engine
-    from engine.fast import enabled_by_env
+    from engine.model.core import Engine
     device_map = "auto" if model_id != EMBEDDED and torch.cuda.is_available() and not ZERO_GPU else None
     engine = Engine.load(None if model_id == EMBEDDED else model_id, limits, device_map=device_map)
-    if enabled_by_env() and not ZERO_GPU:     # ZeroGPU moves the model to a GPU per call, in a child process
-        # the package from disk, or built in the back room (engine/fast.py): no visitor waits for it
+    if environment.compile_enabled() and not ZERO_GPU:     # ZeroGPU moves the model to a GPU per call, in a child process
+        # the package from disk, or built in the back room (engine/compiled/fast.py): no visitor waits for it
         engine.start_fast()
     return engine
 
@@ -83,7 +80,7 @@ class Models:
 
     def __init__(self, allowed: list[str], max_models: int | None = None, load: bool = True):
         self.allowed = list(dict.fromkeys(allowed))
-        self.max_models = max(1, max_models or _env_int("TBT_MAX_MODELS", 2))
+        self.max_models = max(1, max_models or environment.max_models())
         self.limits = Limits.from_env()                # every engine's: the page shows them before any loads
         self.engines: OrderedDict[str, Engine] = OrderedDict()
         self.notice = ""
@@ -180,9 +177,3 @@ class Models:
                 stack.enter_context(engine.exclusive(reason))
             yield
 
-
-def _env_int(name: str, default: int) -> int:
-    try:
-        return int(os.environ.get(name, default))
-    except ValueError:
-        return default

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import gradio as gr
 
-from engine import EngineError, backroom
-from engine.side_by_side import interleave
-from engine.evaluation import QUESTIONS, evaluate
+from engine import EngineError
+from engine.host import backroom
+from engine.run.side_by_side import interleave
+from engine.bench.evaluation import QUESTIONS, evaluate
 from viz import reasoning as rviz
 from viz.fmt import device_name
 from viz.labels import label
@@ -70,9 +71,9 @@ class ReasoningTab:
                 if ZERO_GPU:                 # the GPU worker is a process of its own already
                     work = lambda progress: evaluate(engine, chosen, limit=int(limit), progress=progress,  # noqa: E731
                                                      cancel=flag)
-                else:                        # a job that stands still while visitors run (engine/backroom.py)
+                else:                        # a job that stands still while visitors run (engine/host/backroom.py)
                     work = lambda progress: backroom.call(  # noqa: E731
-                        "evaluation", f"{len(chosen)} budgets", "engine.evaluation:evaluate",
+                        "evaluation", f"{len(chosen)} budgets", "engine.bench.evaluation:evaluate",
                         {"budgets": chosen, "limit": int(limit)}, model=engine.info.id, progress=progress, cancel=flag)
                 result = yield from background(work, flag, shown)
         except EngineError as exc:

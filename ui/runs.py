@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import threading
 import uuid
@@ -11,10 +10,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from engine.trace import Trace
+from engine import environment
+from engine.schema.trace import Trace
 
 # Runs that may be in flight on the one shared engine; their steps interleave under its lock.
-ENGINE_CONCURRENCY = int(os.environ.get("TBT_CONCURRENCY", "2"))
+ENGINE_CONCURRENCY = environment.concurrency()
 
 
 class StopFlags:

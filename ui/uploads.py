@@ -8,8 +8,9 @@ from pathlib import Path
 import gradio as gr
 
 from engine import EngineError
-from engine.request import Limits
-from engine.trace import Trace
+from engine.environment import Limits
+from engine.schema.trace import Trace
+from engine.schema.validate import read_trace
 
 
 def read_upload(path: str | None, limits: Limits) -> Trace:
@@ -24,6 +25,6 @@ def read_upload(path: str | None, limits: Limits) -> Trace:
     if size > cap:
         raise gr.Error(f"that file is {size / 1e6:.0f} MB; traces up to {cap / 1e6:.0f} MB can be loaded")
     try:
-        return Trace.from_json(Path(path).read_bytes(), max_bytes=cap).validate(limits)
+        return read_trace(Path(path).read_bytes(), limits)
     except EngineError as exc:
         raise gr.Error(f"this file is not a usable trace: {exc}") from None

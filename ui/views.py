@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from engine.specs import kv_projection
-from engine.trace import Trace
+from engine.schema.specs import kv_projection
+from engine.schema.trace import Trace
 from viz import attention, decode, html, kv, sampling, speed
 from viz.labels import label
 from viz.notice import notice_chart
@@ -99,7 +99,7 @@ def speed_view(trace: Trace, lang: str):
 
 # --- 8 Sampling -----------------------------------------------------------------------------
 def sampling_view(trace: Trace, step, temperature, top_k, top_p, seed, lang: str):
-    playground = torch_side("engine.sampling").playground    # the warpers are transformers' own
+    playground = torch_side("engine.run.sampling").playground    # the warpers are transformers' own
     if not trace.steps:
         return notice_chart(label("no_steps", lang)), ""
     step = clamp(step, len(trace.steps) - 1)

@@ -14,9 +14,9 @@ from functools import lru_cache
 import gradio as gr
 
 from engine import EngineError
-from engine.evaluation import QUESTIONS, answer_text, answered, matches, read_answer
-from engine.side_by_side import interleave
-from engine.trace import Settings, Trace
+from engine.bench.evaluation import QUESTIONS, answer_text, answered, matches, read_answer
+from engine.run.side_by_side import interleave
+from engine.schema.trace import Settings, Trace
 from viz import attention, decode, html, kv, speed
 from viz import reasoning as rviz
 from viz import lab as lab_viz
@@ -108,7 +108,7 @@ class Walkthrough:
     def step_views(self, i: int, traces: dict, lang: str, present: bool) -> list:
         """Step i's visual (what `_visual(i)` laid out), drawn from `traces` ("next", "normal",
         "reasoning"); a trace still being generated is drawn as far as it has got."""
-        playground = torch_side("engine.sampling").playground    # transformers' own warpers
+        playground = torch_side("engine.run.sampling").playground    # transformers' own warpers
         example, normal, reasoning = traces["next"], traces["normal"], traces["reasoning"]
         # on a projector every step fits 1280x720 beside the narration: charts shorter where the
         # step shows more under them
@@ -172,7 +172,7 @@ class Walkthrough:
         try:
             engine = self.models.get(model_id)
             traces = dict(recorded(lang))
-            events = torch_side("engine.generate").stream_trace(engine, prompt_of(lang), Settings(
+            events = torch_side("engine.run.generate").stream_trace(engine, prompt_of(lang), Settings(
                 max_new_tokens=NEXT_TOKENS, chat_template=False, attention=True, logit_lens=True))
             for event in events:
                 traces["next"] = event.trace

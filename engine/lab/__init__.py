@@ -25,10 +25,10 @@ from typing import Callable
 
 import torch
 
-from ..clock import work_s
-from ..core import Engine
-from ..errors import InvalidRequest
-from . import batching, kernels, kv_cache, roofline, speculative, weights
+from engine.model.clock import work_s
+from engine.model.core import Engine
+from engine.errors import InvalidRequest
+from engine.lab import batching, kernels, kv_cache, roofline, speculative, weights
 
 SCHEMA = "token-by-token/lab@1"
 EXPERIMENTS: dict[str, Callable[..., dict]] = {

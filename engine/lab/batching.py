@@ -23,10 +23,10 @@ import threading
 import torch
 from transformers import DynamicCache
 
-from ..core import Engine
-from ..trace import Settings
-from .measure import Steps, Stopped, attention, spread, timed_ms
-from .roofline import this_machine
+from engine.model.core import Engine
+from engine.schema.trace import Settings
+from engine.lab.measure import Steps, Stopped, attention, spread, timed_ms
+from engine.lab.roofline import this_machine
 
 PROMPT = "Explain in two sentences why the sky is blue."
 KERNEL = "sdpa"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..hooks import decoder_layers
+from engine.model.hooks import decoder_layers
 
 NAME = "bf16-int8"
 

@@ -16,10 +16,10 @@ import threading
 
 import torch
 
-from ..core import Engine
-from ..clock import work_s
-from ..specs import dtype_bytes
-from .measure import Steps, Stopped, attention, elapsed_s, is_cuda, medians, peak_bytes, timed_ms
+from engine.model.core import Engine
+from engine.model.clock import work_s
+from engine.schema.specs import dtype_bytes
+from engine.lab.measure import Steps, Stopped, attention, elapsed_s, is_cuda, medians, peak_bytes, timed_ms
 
 TEXT = ("The history of computing is a story of people who wanted answers faster than they could "
         "work them out by hand. Tables of logarithms, mechanical calculators, punched cards and "

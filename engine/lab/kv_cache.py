@@ -14,9 +14,9 @@ from __future__ import annotations
 import statistics
 import threading
 
-from ..core import Engine
-from ..trace import Settings
-from .measure import Steps, Stopped, attention, greedy_timing, medians, spread
+from engine.model.core import Engine
+from engine.schema.trace import Settings
+from engine.lab.measure import Steps, Stopped, attention, greedy_timing, medians, spread
 
 PROMPT = "Explain in two sentences why the sky is blue."
 # quick runs repeat 3 times too: the median of 3 is one that a single slow moment cannot move

@@ -21,8 +21,8 @@ from typing import Callable
 import torch
 from transformers import DynamicCache
 
-from ..clock import now_ms, work_s
-from ..core import switched_kernel
+from engine.model.clock import now_ms, work_s
+from engine.model.core import switched_kernel
 
 
 class Stopped(Exception):

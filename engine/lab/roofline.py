@@ -22,10 +22,10 @@ import threading
 
 import torch
 
-from ..core import Engine
-from ..specs import PUBLIC_MODELS, dtype_bytes, kv_bytes, short_name
-from .kernels import prompt_ids
-from .measure import (Steps, Stopped, attention, greedy_timing, is_cuda, matmul_flops, medians,
+from engine.model.core import Engine
+from engine.schema.specs import PUBLIC_MODELS, dtype_bytes, kv_bytes, short_name
+from engine.lab.kernels import prompt_ids
+from engine.lab.measure import (Steps, Stopped, attention, greedy_timing, is_cuda, matmul_flops, medians,
                       read_bandwidth)
 
 # Datasheet numbers (dense, no sparsity), per GPU:
@@ -53,7 +53,7 @@ KERNEL = "sdpa"
 HELD_FOR = "roofline"   # the experiment's name: the page says it in its own language
 FLOPS_FORMULA = ("2*(params - vocab*hidden*(1 if tied else 2))*T + 2*vocab*hidden "
                  "+ 4*layers*T^2*heads*head_dim")
-# Vocabulary size and tied input/output embeddings of the public models in engine/specs.py, from
+# Vocabulary size and tied input/output embeddings of the public models in engine/schema/specs.py, from
 # each model's config.json on its hub page (vocab_size, tie_word_embeddings). A model missing here
 # falls back to 2 · parameters · T.
 EMBEDDINGS = {"Llama-3-8B": (128256, False), "Qwen3-32B": (151936, False), "Llama-3-70B": (128256, False)}

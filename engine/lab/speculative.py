@@ -27,9 +27,9 @@ import threading
 
 import torch
 
-from ..core import Engine
-from ..trace import Settings
-from .measure import Steps, Stopped, attention, spread, timed_ms
+from engine.model.core import Engine
+from engine.schema.trace import Settings
+from engine.lab.measure import Steps, Stopped, attention, spread, timed_ms
 
 PASSAGE = ("The Great Barrier Reef is the world's largest coral reef system, composed of over 2,900 individual "
            "reefs and 900 islands stretching for over 2,300 kilometres over an area of approximately 344,400 square "

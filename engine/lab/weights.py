@@ -23,12 +23,12 @@ from contextlib import nullcontext
 
 import torch
 
-from ..core import Engine
-from ..errors import InvalidRequest
-from ..loading import EMBEDDED, embedded_gguf, load
-from ..trace import Settings
-from . import int8_weight_only
-from .measure import Steps, Stopped, attention, greedy_timing, is_cuda, medians, release
+from engine.model.core import Engine
+from engine.errors import InvalidRequest
+from engine.model.loading import EMBEDDED, embedded_gguf, load
+from engine.schema.trace import Settings
+from engine.lab import int8_weight_only
+from engine.lab.measure import Steps, Stopped, attention, greedy_timing, is_cuda, medians, release
 
 PROMPT = "Explain in two sentences why the sky is blue."
 # The fixed texts the quality numbers are measured on: prose, a story, Chinese, code.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import InvalidRequest
+from engine.errors import InvalidRequest
 
 
 def agreement(engine, trace, top: int = 5) -> dict:

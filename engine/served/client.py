@@ -25,14 +25,14 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Generator
 
-from ..generate import Event as RunEvent
-from ..house import HOUSE
-from ..generate import summarize
-from ..tokens import TextStream, printable, prompt_tokens
-from ..trace import Candidate, ModelInfo, Prompt, Served, Settings, Step, Trace
-from .dialects import Piece, decode, dialect_for
-from .endpoints import Endpoint
-from .sse import Bounds, ServedError, events
+from engine.run.generate import Event as RunEvent
+from engine.host.house import HOUSE
+from engine.run.generate import summarize
+from engine.model.tokens import TextStream, printable, prompt_tokens
+from engine.schema.trace import Candidate, ModelInfo, Prompt, Served, Settings, Step, Trace
+from engine.served.dialects import Piece, decode, dialect_for
+from engine.served.endpoints import Endpoint
+from engine.served.sse import Bounds, ServedError, events
 
 
 class IdMap:
@@ -81,7 +81,7 @@ def stream_served(endpoint: Endpoint, prompt: str, settings: Settings | None = N
                   cancel: threading.Event | None = None,
                   bounds: Bounds | None = None) -> Generator[RunEvent, None, Trace]:
     """A visitor's run on a served model: the house's heavy work (a local server's load sweep
-    among it) stands still until it ends (engine/house.py)."""
+    among it) stands still until it ends (engine/host/house.py)."""
     HOUSE.run_begins()
     try:
         return (yield from _stream_served(endpoint, prompt, settings, local, cancel, bounds))

@@ -31,7 +31,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from .sse import ServedError
+from engine.served.sse import ServedError
 
 
 @dataclass

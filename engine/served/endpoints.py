@@ -18,8 +18,9 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from ..errors import InvalidRequest
-from .sse import Bounds
+from engine import environment
+from engine.errors import InvalidRequest
+from engine.served.sse import Bounds
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Endpoint:
 
 def endpoint(url: str, model: str, api: str = "completions", name: str = "", **kwargs) -> Endpoint:
     """An Endpoint, checked: an http(s) URL with a host, a model name, a known API."""
-    from .dialects import DIALECTS
+    from engine.served.dialects import DIALECTS
     parts = urlsplit(url or "")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidRequest(f"endpoint URL must be http(s)://host[:port], got {url!r}")
@@ -65,7 +66,7 @@ def endpoint(url: str, model: str, api: str = "completions", name: str = "", **k
 
 
 def endpoints_from_env() -> list[Endpoint]:
-    raw = os.environ.get("TBT_ENDPOINTS", "").strip()
+    raw = environment.endpoints()
     if not raw:
         return []
     try:

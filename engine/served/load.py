@@ -9,7 +9,7 @@ this side as vLLM's serving benchmark times them (benchmarks/benchmark_serving.p
 Plain streams, without logprobs (as the benchmark sends them). A token is a content chunk unless
 the server reports its own count (`usage.completion_tokens`). Bounded: at most 8 streams at once,
 `rounds` waves per level, and a time budget after which the sweep stops between waves and says so.
-Yields to visitors (engine/house.py): a wave starts only when no visitor's run is in progress, and
+Yields to visitors (engine/host/house.py): a wave starts only when no visitor's run is in progress, and
 one that a run interrupts is dropped and sent again.
 """
 
@@ -20,11 +20,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from ..errors import InvalidRequest
-from ..house import HOUSE
-from .dialects import decode, dialect_for
-from .endpoints import Endpoint
-from .sse import Abort, ServedError, events
+from engine.errors import InvalidRequest
+from engine.host.house import HOUSE
+from engine.served.dialects import decode, dialect_for
+from engine.served.endpoints import Endpoint
+from engine.served.sse import Abort, ServedError, events
 
 LEVELS = (1, 2, 4, 8)
 MOST = 8

@@ -17,7 +17,7 @@ from typing import Iterator
 
 import httpx
 
-from ..errors import EngineError
+from engine.errors import EngineError
 
 
 class ServedError(EngineError):

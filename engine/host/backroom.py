@@ -1,0 +1,122 @@
+"""The back room: the house's heavy work in a child process that stands still while visitors run.
+
+    call(kind, what, target, kwargs, model=..., progress=..., cancel=...) -> the target's result
+
+`target` ("module:function") runs in a fresh `python -m engine.host.job` process (engine/host/job.py) at the lowest
+priority the kernel has (nice 19 and SCHED_IDLE: it gets a core only when nothing else wants it),
+in a process group of its own, registered with engine/house.HOUSE: the moment a visitor's run
+begins, the whole group is stopped (SIGSTOP, a compiler's gcc included) and continued when the last
+run ends. Its clocks (engine/model/clock.py) leave the pauses out.
+
+With `model`, the child loads its own engine on that model ("embedded" for the built-in one) and
+passes it first. The function gets `progress(fraction, text)` and a `cancel` event (set by SIGTERM,
+which `call` sends when the caller's `cancel` is set) and returns something JSON can carry; an
+EngineError in the child is raised again here as an EngineError with its message. The result, if a
+dict, gains "backroom": how often the job stood still, for how long, and how many visitor runs
+began while it ran.
+
+No torch here: the child's half is engine/host/job.py.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from engine.errors import EngineError
+from engine.host.house import HOUSE
+
+ROOT = Path(__file__).resolve().parent.parent
+_children: set[subprocess.Popen] = set()
+_children_lock = threading.Lock()
+
+
+class BackroomError(EngineError):
+    """The child failed in a way that is not the visitor's doing (the log has its traceback)."""
+
+
+def call(kind: str, what: str, target: str, kwargs: dict | None = None, model: str | None = None,
+         progress=None, cancel: threading.Event | None = None):
+    spec = {"target": target, "kwargs": kwargs or {}, "model": model}
+    env = dict(os.environ, TBT_PAUSE_LEDGER=HOUSE.ledger.path, PYTHONUNBUFFERED="1")
+    # libgomp's defaults (spin ~3 ms, then sleep): only the job's main thread runs torch, so its
+    # pool needs no more (the server's ACTIVE policy would spin for minutes after each region)
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        env.pop(name, None)
+    proc = subprocess.Popen([sys.executable, "-m", "engine.host.job"], cwd=ROOT, env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, process_group=0, text=True, encoding="utf-8")
+    with _children_lock:
+        _children.add(proc)
+    lines: queue.Queue = queue.Queue()
+    reader = threading.Thread(target=_read, args=(proc.stdout, lines), daemon=True, name="tbt-backroom-read")
+    reader.start()
+    paused_before = HOUSE.ledger.paused_ns()
+    answer: dict = {}
+    try:
+        with HOUSE.job(kind, what, pgid=proc.pid) as job:
+            proc.stdin.write(json.dumps(spec) + "\n")
+            proc.stdin.close()
+            asked_to_stop = False
+            while True:
+                if cancel is not None and cancel.is_set() and not asked_to_stop:
+                    asked_to_stop = True
+                    _signal(proc, signal.SIGTERM)     # delivered when it next runs; it returns what it has
+                try:
+                    line = lines.get(timeout=0.25)
+                except queue.Empty:
+                    continue
+                if line is None:                       # the child closed its end: done or dead
+                    break
+                message = json.loads(line)
+                if "progress" in message:
+                    if progress is not None:
+                        progress(message["progress"], message.get("text", ""))
+                else:
+                    answer = message
+            proc.wait()
+            stood = {"pauses": job.pauses, "visitor_runs_between": job.runs_between,
+                     "paused_s": round((HOUSE.ledger.paused_ns() - paused_before) / 1e9, 2)}
+    finally:
+        if proc.poll() is None:                        # the caller went away (or an error here)
+            _signal(proc, signal.SIGKILL)
+            proc.wait()
+        with _children_lock:
+            _children.discard(proc)
+    if "result" in answer:
+        result = answer["result"]
+        if isinstance(result, dict):
+            result["backroom"] = stood
+        return result
+    if "error" in answer:
+        raise (EngineError if answer.get("visitor") else BackroomError)(answer["error"], answer.get("key"),
+                                                                         **answer.get("values", {}))
+    raise BackroomError(f"the {kind} job ended without an answer (exit status {proc.returncode}); see the log")
+
+
+def _read(stream, lines: queue.Queue) -> None:
+    for line in stream:
+        if line.strip():
+            lines.put(line)
+    lines.put(None)
+
+
+def _signal(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)       # a stopped job acts on SIGTERM when it is continued
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@atexit.register
+def _end_children() -> None:
+    """The server is going: its jobs go with it (a stopped group would wait forever)."""
+    with _children_lock:
+        for proc in list(_children):
+            _signal(proc, signal.SIGKILL)

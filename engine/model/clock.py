@@ -1,0 +1,37 @@
+"""Wall-clock reads that measure work, not kernel launches, nor the time a job stood still.
+
+A back-room job (engine/host/backroom.py) is stopped by signal while a visitor's run is in progress;
+its process finds the pause ledger in TBT_PAUSE_LEDGER (engine/house.Ledger) and every clock read
+here leaves the paused time out, so what a lab experiment times is its own work alone. Elsewhere
+the ledger is absent and these are plain monotonic reads.
+"""
+
+import time
+
+import torch
+
+from engine import environment
+
+_LEDGER = None
+if environment.pause_ledger():
+    from engine.host.house import Ledger
+    try:
+        _LEDGER = Ledger(environment.pause_ledger())
+    except OSError:                  # the server has gone; the job's watchdog ends it soon
+        _LEDGER = None
+
+
+def _paused_s() -> float:
+    return _LEDGER.paused_ns() / 1e9 if _LEDGER is not None else 0.0
+
+
+def now_ms(device: torch.device | str | None = None) -> float:
+    """Milliseconds on a monotonic clock, after the device has finished queued work."""
+    if device is not None and torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+    return (time.perf_counter() - _paused_s()) * 1000.0
+
+
+def work_s() -> float:
+    """Seconds on a monotonic clock that stands still while the job does (budgets, durations)."""
+    return time.monotonic() - _paused_s()

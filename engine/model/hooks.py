@@ -1,0 +1,103 @@
+"""Forward hooks that read attention weights and per-layer hidden states out of a running model.
+
+Hooks are global state on a shared model: every hook is registered inside `hooked()` and removed
+in its `finally`, so an error, a cancelled run or a closed generator never leaves one behind.
+Modules are named by their own paths in `model.named_modules()` (e.g. `model.layers.3.self_attn`).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from engine.errors import ModelLoadError
+
+ATTENTION_NAMES = ("self_attn", "attn", "attention", "self_attention")
+
+
+def decoder_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """The decoder blocks in order, with their module paths (e.g. 'model.layers.0')."""
+    n = model.config.get_text_config().num_hidden_layers
+    for name, module in model.named_modules():
+        if isinstance(module, nn.ModuleList) and len(module) == n:
+            return [(f"{name}.{i}", block) for i, block in enumerate(module)]
+    raise ModelLoadError(f"cannot find the {n} decoder layers of {type(model).__name__}")
+
+
+def attention_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    found = []
+    for path, block in decoder_layers(model):
+        child = next((n for n in ATTENTION_NAMES if hasattr(block, n)), None)
+        if child is None:
+            raise ModelLoadError(f"no attention module inside {path}")
+        found.append((f"{path}.{child}", getattr(block, child)))
+    return found
+
+
+def final_norm(model: nn.Module) -> nn.Module:
+    base = model.get_decoder() if hasattr(model, "get_decoder") else model.base_model
+    for name in ("norm", "final_layernorm", "ln_f"):
+        if hasattr(base, name):
+            return getattr(base, name)
+    raise ModelLoadError(f"cannot find the final norm of {type(model).__name__}")
+
+
+@dataclass
+class Capture:
+    """What one forward pass should keep, and what it kept (tensors stay on the model's device
+    until the run packs them, so the pass itself never waits for a copy)."""
+    attention: bool = False
+    lens: bool = False
+    map_tokens: int = 0                                            # keep the [:n, :n] maps too
+    rows: dict[int, torch.Tensor] = field(default_factory=dict)    # layer -> [heads, keys], newest query
+    maps: dict[int, torch.Tensor] = field(default_factory=dict)    # layer -> [heads, n, n]
+    hidden: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> [hidden], last position
+    pending: list = field(default_factory=list)   # decode queries and keys set aside for one batched scoring
+    calls: int = 0                      # attention calls that recorded (0: the model bypassed our function)
+    inside_ms: float = 0.0              # time spent capturing inside the forward pass (CPU clock)
+
+
+@contextmanager
+def hooked(model: nn.Module, capture: Capture, eager_attention: bool = False):
+    """Register the hooks a pass needs, and remove them whatever happens.
+
+    The logit lens reads every decoder block's output except the last one's: the last block
+    followed by the final norm and the LM head is the model's own output, which the engine
+    already has. `eager_attention` is the fallback for a model whose attention does not go
+    through transformers' AttentionInterface: the pass runs with the eager kernel and the
+    weights are read from each attention module's output.
+    """
+    handles = []
+
+    def on_attention(layer: int):
+        def hook(_module, _args, output):
+            weights = output[1]  # [batch, heads, query_pos, key_pos]
+            if weights is None:
+                raise RuntimeError("attention weights were not returned; use the eager implementation")
+            capture.rows[layer] = weights[0, :, -1, :].float()
+            if capture.map_tokens and weights.shape[2] == weights.shape[3]:
+                n = capture.map_tokens
+                capture.maps[layer] = weights[0, :, :n, :n].float()
+            capture.calls += 1
+        return hook
+
+    def on_block(layer: int):
+        def hook(_module, _args, output):
+            hidden = output[0] if isinstance(output, tuple) else output  # [batch, pos, hidden]
+            capture.hidden[layer] = hidden[0, -1].detach()
+        return hook
+
+    try:
+        if capture.attention and eager_attention:
+            for i, (_, module) in enumerate(attention_modules(model)):
+                handles.append(module.register_forward_hook(on_attention(i)))
+        if capture.lens:
+            for i, (_, block) in enumerate(decoder_layers(model)[:-1]):
+                handles.append(block.register_forward_hook(on_block(i)))
+        yield capture
+    finally:
+        for handle in handles:
+            handle.remove()

@@ -1,0 +1,213 @@
+"""Forking a run: continue it from any step with another token, reusing the cached prefix.
+
+A finished run keeps its KV cache on the server (`Prefixes`, a byte-bounded LRU). A fork at step
+K with token T takes a copy of that cache cropped to the prompt + K generated tokens (nothing of
+the prefix is recomputed), feeds T, and generates on: this is what prefix caching in vLLM and
+RadixAttention in SGLang buy a server. Each branch keeps its own cache, so branches of branches
+reuse theirs. A trace without a cache in memory (a file, an evicted run) has its prefix computed
+once (`Branch.rebuilt_ms` says so); later branches reuse it.
+
+`stream_fork` yields Events over a *view* of the branch (the parent lineage's first K steps, then
+the branch's own), and returns a new Trace: the parent plus the branch. The trace it was given,
+its steps and its cache are never changed, so visitors forking one shared run stay apart.
+`measure_recompute` times the alternative: the same prefix recomputed from scratch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import threading
+from datetime import datetime, timezone
+from typing import Generator
+
+import torch
+from transformers import DynamicCache
+
+from engine.schema.branches import ROOT, find, lineage
+from engine.model.clock import now_ms
+from engine.errors import InvalidRequest
+from engine.run.generate import Event, Run, ms3, summarize
+from engine.model.hooks import Capture
+from engine.run.kv_cache import cache_bytes
+from engine.run.request import check_settings
+from engine.run.sampling import pick, warpers
+from engine.schema.trace import Branch, Settings, Step, Trace
+
+
+def trace_key(trace: Trace) -> str:
+    """The name of a trace's caches: its run id, or (a file from before run ids) a digest of what
+    determines the cache: model, prompt tokens and generated tokens."""
+    if trace.run_id:
+        return trace.run_id
+    ids = [t.id for t in trace.prompt.tokens] + [s.id for s in trace.steps]
+    return "file-" + hashlib.sha1(f"{trace.model.id}|{trace.created}|{ids}".encode()).hexdigest()[:16]
+
+
+def prefix_ids(trace: Trace, steps: list[Step], at: int) -> list[int]:
+    return [t.id for t in trace.prompt.tokens] + [s.id for s in steps[:at]]
+
+
+class BranchRun(Run):
+    """A Run that starts from a cropped copy of a cache, with the chosen token already in place.
+    Its view's steps begin with the lineage's first `at` steps; the branch's own follow."""
+
+    def __init__(self, engine, view_trace: Trace, ids: list[int], start: float, cancel: threading.Event,
+                 cache: DynamicCache, copy_ms: float, forced: Step):
+        super().__init__(engine, view_trace, ids, start, cancel)
+        self.cache, self.capture_attention = cache, False
+        self.reason = "cancelled"   # why the branch stopped; a branch closed early stays "cancelled"
+        # bring the text decoder and the thinking tracker to where the lineage left them
+        special = engine.token_bytes.special_ids
+        for st in view_trace.steps:
+            if st.id not in special:
+                self.text.push(bytes.fromhex(st.bytes_hex))
+            self.thinking.phase_of(engine.text_of(st.id) if st.id in special else st.text,
+                                   st.phase if st.forced else None)
+        forced.text = "" if forced.id in special else self.text.push(bytes.fromhex(forced.bytes_hex))
+        forced.phase = self.thinking.phase_of(engine.text_of(forced.id) if forced.id in special else forced.text)
+        view_trace.steps.append(forced)
+        # the model's clock starts with the copy: it is the price of reuse, inside the branch's TTFT
+        self.clock = copy_ms
+        self.last_ready = now_ms(engine.device)
+
+    def events(self) -> Generator[Event, None, Trace]:
+        trace, s = self.trace, self.trace.settings
+        self.engine._count_run(+1)
+        try:
+            yield Event("tokens", trace)
+            reason = None
+            if trace.steps[-1].id in self.engine.eos_ids and not s.ignore_eos:
+                reason = "eos"
+            elif len(trace.steps) >= s.max_new_tokens:
+                reason = "max_tokens"
+            self.reason = yield from self.decode(reason)
+            trace.steps[-1].text += self.text.flush()
+            yield Event("done", trace)
+            return trace
+        finally:
+            self.engine._count_run(-1)
+
+
+def stream_fork(engine, trace: Trace, at: int, token: int, parent: str = ROOT,
+                max_new_tokens: int | None = None, settings: Settings | None = None,
+                cancel: threading.Event | None = None) -> Generator[Event, None, Trace]:
+    """Fork `parent` (ROOT: the run) at step `at` with `token`, one of that step's stored
+    candidates. Checks everything before any model work (raises InvalidRequest); returns a
+    generator of Events over the branch's view, whose return value is the new Trace (`trace`
+    plus the branch, last in `branches`)."""
+    engine.ensure_device()
+    start = now_ms(engine.device)
+    if trace.served is not None:
+        raise InvalidRequest("a served trace cannot be forked here: its KV cache lives on the server")
+    if trace.model.id != engine.info.id or trace.model.vocab_size != engine.info.vocab_size:
+        raise InvalidRequest(f"this trace was recorded with {trace.model.id}; load that model to fork it")
+    if not trace.settings.use_cache:
+        raise InvalidRequest("this run did not use a KV cache; there is no prefix to reuse")
+    steps = lineage(trace, parent)          # refuses a parent the trace does not hold
+    if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at < len(steps):
+        raise InvalidRequest(f"step {at!r} is outside this run's steps 0..{len(steps) - 1}")
+    if len(trace.branches) >= 64:
+        raise InvalidRequest("this trace already holds 64 branches, the most one trace may hold")
+    source = steps[at]
+    chosen = next(((rank, c) for rank, c in enumerate(source.candidates) if c.id == token), None)
+    if chosen is None:
+        raise InvalidRequest(f"token {token!r} is not among step {at}'s {len(source.candidates)} stored "
+                             "candidates; pick one of them")
+    base = settings or dataclasses.replace(trace.settings, attention=False, logit_lens=False)
+    new = max_new_tokens if max_new_tokens is not None else base.max_new_tokens
+    branch_settings = check_settings(dataclasses.replace(base, max_new_tokens=new, attention=False,
+                                                         logit_lens=False), engine.limits)
+    prefix = prefix_ids(trace, steps, at)
+    if len(prefix) + 1 + new > engine.info.context_length:
+        raise InvalidRequest(f"{len(prefix) + 1 + new:,} positions exceed the model's context of "
+                             f"{engine.info.context_length:,}")
+
+    key = trace_key(trace)
+    cached, rebuilt_ms = engine.prefixes.get((key, parent or "root")), None
+    if cached is None or cached.get_seq_length() < len(prefix):
+        cached, rebuilt_ms = rebuild(engine, trace, steps)
+        engine.prefixes.keep((key, parent or "root"), cached)
+    begin = now_ms(engine.device)
+    with engine.lock:
+        cache = cropped_copy(engine, cached, len(prefix))
+    copy_ms = now_ms(engine.device) - begin
+    rank, c = chosen
+    forced = Step(index=at, id=token, token=engine.text_of(token), text="",
+                  bytes_hex=engine.token_bytes.bytes_of(token).hex(), phase="answer", forced=True,
+                  ms=ms3(copy_ms), t_ms=ms3(copy_ms), forward_ms=0.0, candidates=source.candidates,
+                  chosen_rank=rank, chosen_p_model=c.p_model, chosen_p_final=c.p_final,
+                  entropy=source.entropy, entropy_model=source.entropy_model, kv_tokens=len(prefix),
+                  kv_bytes=cache_bytes(cache))
+    view_trace = dataclasses.replace(trace, steps=[*steps[:at]], summary=None, attention=None, branches=[],
+                                     settings=dataclasses.replace(branch_settings,
+                                                                  max_new_tokens=at + 1 + new))
+    existing = {b.id for b in trace.branches}
+    branch = Branch(id=next(f"b{i}" for i in range(1, 10_000) if f"b{i}" not in existing), parent=parent,
+                    at=at, token=token, settings=branch_settings, reused_tokens=len(prefix),
+                    copy_ms=ms3(copy_ms), rebuilt_ms=None if rebuilt_ms is None else ms3(rebuilt_ms),
+                    created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    run = BranchRun(engine, view_trace, prefix + [token], start, cancel or threading.Event(), cache,
+                    copy_ms, forced)
+    return _branch_events(engine, trace, run, branch, key)
+
+
+def _branch_events(engine, trace: Trace, run: BranchRun, branch: Branch, key: str):
+    view_trace = run.trace
+    try:
+        for event in run.events():
+            yield event
+    finally:
+        own = view_trace.steps[branch.at:]
+        branch.steps = own
+        # what the branch generated: the chosen token is given, not generated
+        branch.summary = summarize(own[1:], run.reason, run.cache, own[0].t_ms if own else 0.0)
+        branch.cache_bytes = cache_bytes(run.cache)
+        view_trace.summary = branch.summary
+    engine.prefixes.keep((key, branch.id), run.cache)
+    return dataclasses.replace(trace, branches=[*trace.branches, branch])
+
+
+def cropped_copy(engine, cache: DynamicCache, positions: int) -> DynamicCache:
+    """A new cache holding the first `positions` of every layer's keys and values (copies: the
+    branch writes on, the source stays as it was, and a view would pin the source's memory)."""
+    new = DynamicCache(config=engine.model.config)
+    for i, layer in enumerate(cache.layers):
+        new.update(layer.keys[..., :positions, :].clone(), layer.values[..., :positions, :].clone(), i)
+    return new
+
+
+def run_fork(engine, trace: Trace, at: int, token: int, **kwargs) -> Trace:
+    """The whole fork at once; returns the trace with the new branch last in `branches`."""
+    events = stream_fork(engine, trace, at, token, **kwargs)
+    while True:
+        try:
+            next(events)
+        except StopIteration as done:
+            return done.value
+
+
+def rebuild(engine, trace: Trace, steps: list[Step]) -> tuple[DynamicCache, float]:
+    """A lineage's cache computed from its tokens (the prompt and every generated step but the
+    last, which no pass has read yet): one forward pass. Returns the cache and its time."""
+    ids = prefix_ids(trace, steps, max(len(steps) - 1, 0))
+    cache = DynamicCache(config=engine.model.config)
+    out = engine.forward(torch.tensor([ids]), cache, Capture())
+    return cache, out.ms
+
+
+def measure_recompute(engine, trace: Trace, branch_id: str) -> Trace:
+    """Time the branch's first generated token the way a server without prefix caching would get
+    it: the prompt, the lineage's first `at` tokens and the chosen token in one fresh pass, then
+    the choice. Same engine, same settings; the branch keeps the time and the token it gave (for
+    a greedy branch it must be the branch's own first token). Returns a new Trace."""
+    branch = find(trace, branch_id)
+    ids = prefix_ids(trace, lineage(trace, branch.parent), branch.at) + [branch.token]
+    s = branch.settings
+    start = now_ms(engine.device)
+    out = engine.forward(torch.tensor([ids]), DynamicCache(config=engine.model.config), Capture())
+    generator = torch.Generator(device=engine.device).manual_seed(s.seed)
+    token, _ = pick(out.logits, s, warpers(s.temperature, s.top_k, s.top_p), torch.tensor([ids]), generator)
+    ms = now_ms(engine.device) - start
+    measured = dataclasses.replace(branch, recompute_ms=ms3(ms), recompute_token=int(token))
+    return dataclasses.replace(trace, branches=[measured if b.id == branch_id else b for b in trace.branches])

@@ -1,0 +1,294 @@
+"""One run, in the phases of inference: tokenize -> prefill -> decode one token at a time.
+
+`stream_trace` checks the request at once (raising InvalidRequest before any model work) and
+returns a generator that yields an Event after tokenization, after prefill and after every decode
+step, and finally returns the finished Trace. The Trace inside each event is the live object
+being filled in, so a consumer that stops early still holds everything measured so far.
+
+Honest clocks: every step's wall time is split three ways and nothing of one step is charged to
+the next. The model's own time (the forward pass and the sampling: what an unwatched run pays)
+drives TTFT, TPOT and tokens/s; watching (attention capture, logit lens, candidates, packing) and
+waiting (another run's pass, the lab, a reader that pauses the generator) are stored apart.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Generator
+
+import torch
+from transformers import DynamicCache
+
+from engine.model.clock import now_ms
+from engine.model.core import Engine, Pass
+from engine.compiled.fast import MAIN, bucket_for, to_dynamic
+from engine.model.hooks import Capture
+from engine.run.kv_cache import cache_bytes, cache_tokens
+from engine.schema.packed import PackedRows
+from engine.run.reasoning import Thinking, reasoning_on, template_text
+from engine.run.request import check_length, check_settings, clean_prompt
+from engine.run.sampling import describe, pick, warpers
+from engine.model.tokens import TextStream, prompt_tokens
+from engine.schema.trace import Attention, Observation, Prefill, Prompt, Settings, Step, Summary, Trace
+
+
+@dataclass
+class Event:
+    kind: str       # "tokens" | "prefill" | "step" | "done"
+    trace: Trace
+
+
+def stream_trace(engine: Engine, prompt: str, settings: Settings | None = None,
+                 cancel: threading.Event | None = None, keep_cache: bool = False) -> Generator[Event, None, Trace]:
+    engine.ensure_device()
+    start = now_ms(engine.device)                      # request start: TTFT counts from here
+    settings = check_settings(settings or Settings(), engine.limits)
+    prompt = clean_prompt(prompt, engine.limits)
+    templated = template_text(engine, prompt, settings, engine.thinking_style)
+    ids = engine.encode(templated, templated=settings.chat_template)
+    check_length(len(ids), settings, engine.limits, engine.info.context_length)
+    trace = Trace(
+        model=engine.info, settings=settings,
+        prompt=Prompt(raw=prompt, templated=templated,
+                      tokens=prompt_tokens(engine.token_bytes, templated, ids),
+                      raw_token_count=len(engine.encode(prompt, templated=True))),
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"), run_id=uuid.uuid4().hex[:12],
+        reasoning=engine.thinking_style if reasoning_on(settings) else None,
+        observation=Observation(kernel=engine.kernel(Capture(attention=settings.attention)),
+                                attention=engine.capture_via if settings.attention else None,
+                                logit_lens=settings.logit_lens))
+    run = Run(engine, trace, ids, start, cancel or threading.Event())
+    run.keep_cache = keep_cache and settings.use_cache
+    return run.events()
+
+
+def run_trace(engine: Engine, prompt: str, settings: Settings | None = None,
+              cancel: threading.Event | None = None, keep_cache: bool = False) -> Trace:
+    """The whole run at once."""
+    events = stream_trace(engine, prompt, settings, cancel, keep_cache=keep_cache)
+    while True:
+        try:
+            next(events)
+        except StopIteration as done:
+            return done.value
+
+
+class Run:
+    """The per-run state: sequence, cache, RNG, text decoder. Nothing here is shared."""
+
+    def __init__(self, engine: Engine, trace: Trace, ids: list[int], start: float,
+                 cancel: threading.Event):
+        s = trace.settings
+        self.engine, self.trace, self.ids, self.start, self.cancel = engine, trace, list(ids), start, cancel
+        self.tokenized_at = now_ms(engine.device)
+        self.cache = DynamicCache(config=engine.model.config) if s.use_cache else None
+        self.chain = warpers(s.temperature, s.top_k, s.top_p)
+        self.generator = torch.Generator(device=engine.device).manual_seed(s.seed)
+        self.text = TextStream()
+        self.last_ready = start                    # wall clock when the previous token was ready
+        self.clock = self.tokenized_at - start     # the model's clock: its own work only
+        self.forced: tuple[int, str] | None = None  # a token the engine inserts at this step
+        self.attention_bytes = 0
+        self.capture_attention = s.attention
+        self.thinking = Thinking(engine, s, engine.thinking_style, trace.prompt.templated)
+        self.keep_cache = False     # keep the finished run's cache for forking (engine.prefixes)
+        self.fast: str | None = None   # the compiled graph ("plain" | "watch") the decode steps run, or None
+
+    def events(self) -> Generator[Event, None, Trace]:
+        trace = self.trace
+        self.engine._count_run(+1)
+        try:
+            yield Event("tokens", trace)
+            reason = self.prefill()
+            yield Event("prefill", trace)
+            if reason is None:
+                self.choose_path()
+            reason = yield from self.decode(reason)
+            self.finish(reason)
+            if self.keep_cache and self.cache is not None:
+                cache = self.cache if self.fast is None else to_dynamic(self.cache, self.engine.model.config)
+                self.engine.prefixes.keep((trace.run_id, "root"), cache)
+            yield Event("done", trace)
+            return trace
+        finally:                      # closed early (GeneratorExit) or failed: keep the partial trace
+            self.engine._count_run(-1)
+            if self.fast is not None:
+                self.engine.fast.release()
+            if trace.summary is None:
+                self.finish("cancelled")
+
+    def decode(self, reason: str | None) -> Generator[Event, None, str]:
+        """Decode one token at a time until a reason to stop (or a cancel); an Event after each."""
+        while reason is None:
+            if self.cancel.is_set():
+                return "cancelled"
+            self.note_compile()
+            reason = self.decode_one_token()
+            yield Event("step", self.trace)
+        return reason
+
+    # --- phases -------------------------------------------------------------------------------
+    def note_compile(self) -> None:
+        """Mark the run if the compiled step is being built in this process now (the CLI's and the
+        tests' in-process builds; the app builds in the back room, stopped while runs go on)."""
+        fast = self.engine.fast
+        if fast is not None and fast.compiling and self.trace.observation is not None:
+            self.trace.observation.beside_compile = True
+
+    def prefill(self) -> str | None:
+        """One forward pass over every prompt token; its logits give the first new token."""
+        self.note_compile()
+        limits, n = self.engine.limits, len(self.ids)
+        mapped = min(n, limits.attention_prompt_tokens) if self.capture_attention else 0
+        capture = self.capture(map_tokens=mapped)
+        out = self.engine.forward(torch.tensor([self.ids]), self.cache, capture)
+        self.trace.prefill = Prefill(tokens=n, tokenize_ms=ms3(self.tokenized_at - self.start), ms=ms3(out.ms),
+                                     tokens_per_s=n / out.ms * 1000 if out.ms > 0 else 0.0)
+        return self.emit(out, capture)
+
+    def choose_path(self) -> None:
+        """After the prefill: decode with the compiled step if it is loaded and the run fits its
+        static cache (the cache then moves into a static one); else eager."""
+        fast, s = self.engine.fast, self.trace.settings
+        if fast is None or self.cache is None or fast.device != self.engine.device:
+            return
+        bucket = bucket_for(len(self.ids) + s.max_new_tokens, self.engine.info.context_length)
+        variant = "watch" if self.capture_attention or s.logit_lens else "plain"
+        if not fast.acquire(variant, bucket):
+            return
+        self.fast = variant                 # released when the run ends (events' finally)
+        with self.engine.lock:
+            self.cache = fast.adopt(self.cache, bucket)
+        self.trace.observation.decode, self.trace.observation.static_cache_tokens = "compiled", bucket
+
+    def decode_one_token(self) -> str | None:
+        """Feed the newest token (or, without a cache, the whole sequence) and pick the next one."""
+        capture = self.capture()
+        if self.fast is not None:
+            # the whole step on the main thread (engine/compiled/main_thread.py says why), sampling and
+            # watching too, so a compiled run's decode work stays in one OpenMP thread pool
+            return MAIN.run(lambda: self.emit(self.compiled_pass(capture), capture))
+        fed = self.ids[-1:] if self.cache is not None else self.ids
+        return self.emit(self.engine.forward(torch.tensor([fed]), self.cache, capture), capture)
+
+    def compiled_pass(self, capture: Capture) -> Pass:
+        """One compiled step. Its attention rows and layer outputs are outputs of the graph, so their
+        cost is inside the step's time (the bench measures it: fast_capture_ratio)."""
+        with self.engine.lock:
+            out = self.engine.fast.step(self.fast, self.ids[-1], len(self.ids) - 1, self.cache)
+        keys = len(self.ids)
+        if capture.attention:
+            capture.rows.update(enumerate(out.rows[:, :, :keys]))
+        if capture.lens:           # hidden[0] is the embeddings; hidden[i + 1] the output of layer i
+            capture.hidden.update((i, h[0, -1]) for i, h in enumerate(out.hidden[1:-1]))
+        return Pass(logits=out.logits, ms=out.ms, capture_ms=0.0)
+
+    def capture(self, map_tokens: int = 0) -> Capture:
+        s = self.trace.settings
+        return Capture(attention=self.capture_attention, lens=s.logit_lens, map_tokens=map_tokens)
+
+    # --- bookkeeping --------------------------------------------------------------------------
+    def emit(self, out: Pass, capture: Capture) -> str | None:
+        """Choose a token from the pass's logits, record the step, and say why to stop (None: go on)."""
+        engine, s = self.engine, self.trace.settings
+        picked_from = now_ms(engine.device)
+        token, logp_final = self.pick(out.logits)
+        sampled = now_ms(engine.device)            # the model's part of this step ends here
+        forced = self.forced
+        choice = describe(out.logits, token, logp_final, s, engine.text_of)
+        self.ids.append(token)
+        raw = engine.token_bytes.bytes_of(token)
+        special = token in engine.token_bytes.special_ids
+        text = "" if special else self.text.push(raw)
+        phase = self.thinking.phase_of(engine.text_of(token) if special else text,
+                                       forced[1] if forced else None)
+        lens = engine.lens(capture, out.logits) if capture.lens else None
+        self.keep_attention_row(capture)
+        ready = now_ms(engine.device)
+        first = not self.trace.steps
+        # the model's clock advances by each step's rounded time, so the steps add up to it exactly
+        model_ms = ms3((self.clock if first else 0.0) + out.ms + (sampled - picked_from))  # step 0: TTFT
+        self.clock = model_ms if first else self.clock + model_ms
+        observe_ms = out.capture_ms + (ready - sampled)
+        wait_ms = max(0.0, (ready - self.last_ready) - model_ms - observe_ms)
+        self.last_ready = ready
+        self.trace.steps.append(Step(
+            index=len(self.trace.steps), id=token, token=engine.text_of(token), text=text,
+            bytes_hex=raw.hex(), phase=phase, forced=forced is not None,
+            ms=ms3(model_ms), t_ms=ms3(self.clock), forward_ms=ms3(out.ms),
+            observe_ms=ms3(observe_ms), wait_ms=ms3(wait_ms),
+            candidates=choice.candidates, chosen_rank=choice.rank, chosen_p_model=choice.p_model,
+            chosen_p_final=choice.p_final, entropy=choice.entropy, entropy_model=choice.entropy_model,
+            kv_tokens=cache_tokens(self.cache), kv_bytes=cache_bytes(self.cache), lens=lens,
+            kept_tokens=choice.kept_tokens, kept_mass=choice.kept_mass))
+        if token in engine.eos_ids and not s.ignore_eos:
+            return "eos"
+        if s.stop and any(self.trace.output_text.endswith(x) for x in s.stop):
+            return "stop"
+        if len(self.trace.steps) >= s.max_new_tokens:
+            return "max_tokens"
+        return None
+
+    def pick(self, logits: torch.Tensor) -> tuple[int, torch.Tensor | None]:
+        """The next token as the model (and budget forcing) decides it; sets `self.forced`."""
+        s, context = self.trace.settings, torch.tensor([self.ids])
+        self.forced = self.thinking.forced_token(sampled_is_eos=False)
+        token, logp_final = pick(logits, s, self.chain, context, self.generator,
+                                 force=self.forced[0] if self.forced else None)
+        if self.forced is None and token in self.engine.eos_ids:
+            self.forced = self.thinking.forced_token(sampled_is_eos=True)   # no ending while still thinking
+            if self.forced is not None:
+                token, logp_final = pick(logits, s, self.chain, context, self.generator, force=self.forced[0])
+        return token, logp_final
+
+    def keep_attention_row(self, capture: Capture) -> None:
+        """Store the attention row of the query that produced this step, until the size cap."""
+        if not capture.attention:
+            return
+        if self.trace.attention is None:      # the prefill pass: its capped maps come first
+            n = self.trace.prefill.tokens
+            self.trace.attention = Attention(
+                prefill_tokens=capture.map_tokens, prefill_capped=n > capture.map_tokens, steps=[],
+                prefill=[PackedRows.pack(capture.maps[i].cpu().numpy()) for i in sorted(capture.maps)])
+        attention = self.trace.attention
+        per_layer = [capture.rows[i] for i in sorted(capture.rows)]
+        stacked = torch.stack([r.to(per_layer[0].device) for r in per_layer])  # [layers, heads, keys]
+        rows = PackedRows.pack(stacked.cpu().numpy())
+        self.attention_bytes += rows.nbytes
+        if self.attention_bytes > self.engine.limits.attention_max_bytes:
+            attention.steps_capped_at = len(attention.steps)
+            self.capture_attention = False
+            return
+        attention.steps.append(rows)
+
+    def finish(self, reason: str) -> None:
+        steps = self.trace.steps
+        if steps:
+            steps[-1].text += self.text.flush()
+        wall = (self.last_ready if steps else now_ms(self.engine.device)) - self.start
+        self.trace.summary = summarize(steps, reason, self.cache, wall, wall_ms=ms3(wall))
+
+
+def summarize(steps: list[Step], reason: str, cache, empty_e2e: float, wall_ms: float | None = None) -> Summary:
+    """A run's figures over the steps it generated, all on the model's clock (`empty_e2e` when it
+    generated none); watching and waiting summed apart."""
+    n = len(steps)
+    e2e = steps[-1].t_ms if steps else empty_e2e
+    ttft = steps[0].t_ms if steps else None
+    return Summary(
+        ttft_ms=ttft, tpot_ms=(e2e - ttft) / (n - 1) if n > 1 else None, e2e_ms=e2e,
+        tokens_per_s=n / e2e * 1000 if e2e > 0 else 0.0, new_tokens=n, stop_reason=reason,
+        kv_bytes_final=cache_bytes(cache),
+        answer_tokens=sum(st.phase == "answer" for st in steps),
+        thinking_tokens=sum(st.phase == "thinking" for st in steps),
+        time_to_first_answer_ms=next((st.t_ms for st in steps if st.phase == "answer" and not st.forced), None),
+        observe_ms=ms3(sum(st.observe_ms for st in steps)), wait_ms=ms3(sum(st.wait_ms for st in steps)),
+        wall_ms=wall_ms)
+
+
+def ms3(ms: float) -> float:
+    """Milliseconds kept to the microsecond: finer digits are clock noise and cost trace bytes."""
+    return round(ms, 3)

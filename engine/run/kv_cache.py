@@ -1,0 +1,31 @@
+"""The KV cache: measured from its tensors, and the formula it must match."""
+
+from __future__ import annotations
+
+from transformers import DynamicCache
+
+from engine.schema.trace import ModelInfo
+
+
+def cache_tokens(cache: DynamicCache | None) -> int:
+    return 0 if cache is None else int(cache.get_seq_length())
+
+
+def cache_bytes(cache: DynamicCache | None) -> int:
+    """Bytes of the keys and values every layer holds ([batch, kv_heads, seq, head_dim] each). A
+    static cache allocates all its slots at once; only the written ones count (its tensors' bytes
+    per position times the positions written), so the curve is the same on both paths."""
+    if cache is None:
+        return 0
+    total = 0
+    for layer in cache.layers:
+        written = int(layer.get_seq_length())
+        for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
+            if t is not None and t.numel():
+                total += t.numel() // t.shape[-2] * min(written, t.shape[-2]) * t.element_size()
+    return total
+
+
+def formula_bytes(info: ModelInfo, tokens: int, bytes_per_value: int) -> int:
+    """2 (K and V) x layers x kv_heads x head_dim x bytes per value x tokens."""
+    return 2 * info.layers * info.kv_heads * info.head_dim * bytes_per_value * tokens

@@ -1,0 +1,126 @@
+"""Choosing the next token: transformers' own logits warpers, a seeded generator, and the
+numbers a person wants to see (top candidates, probabilities before/after, rank, entropy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers import (LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper,
+                          TopPLogitsWarper)
+
+from engine.schema.trace import Candidate, Settings
+
+
+def warpers(temperature: float, top_k: int, top_p: float) -> LogitsProcessorList:
+    """Temperature, then top-k, then top-p: the order `model.generate` applies them in."""
+    chain = LogitsProcessorList()
+    if temperature > 0 and temperature != 1.0:
+        chain.append(TemperatureLogitsWarper(float(temperature)))
+    if top_k > 0:
+        chain.append(TopKLogitsWarper(int(top_k)))
+    if top_p < 1.0:
+        chain.append(TopPLogitsWarper(float(top_p)))
+    return chain
+
+
+def entropy(logp: torch.Tensor) -> float:
+    """Entropy in nats of a distribution given as log-probabilities (-inf entries count as 0)."""
+    p = logp.exp()
+    return max(0.0, shortest32(-(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum()[None])[0])
+
+
+@dataclass
+class Choice:
+    token_id: int
+    candidates: list[Candidate]
+    rank: int
+    p_model: float
+    p_final: float
+    entropy: float
+    entropy_model: float
+    kept_tokens: int | None = None
+    kept_mass: float | None = None
+
+
+def pick(logits: torch.Tensor, settings: Settings, chain: LogitsProcessorList, input_ids: torch.Tensor,
+         generator: torch.Generator | None, force: int | None = None) -> tuple[int, torch.Tensor | None]:
+    """The model's own choice, all that `generate` would do: warp the scores and sample (or take
+    the top one). Returns the token and the log-probabilities it was sampled from (None when
+    greedy or forced: all the probability sits on the one token). `force` names a token the
+    engine inserts instead (budget forcing); the RNG is then left untouched.
+    logits: [vocab] float32."""
+    if force is not None:
+        return int(force), None
+    if settings.temperature == 0:                        # greedy: the top score wins outright
+        return int(torch.argmax(logits)), None
+    warped = chain(input_ids, logits[None])[0]           # filtered tokens become -inf
+    logp_final = torch.log_softmax(warped, dim=-1)
+    return int(torch.multinomial(logp_final.exp(), 1, generator=generator)), logp_final
+
+
+def describe(logits: torch.Tensor, token: int, logp_final: torch.Tensor | None, settings: Settings,
+             text_of) -> Choice:
+    """What a person wants to see of a choice: top candidates, probabilities before and after the
+    sampling transforms, the chosen token's rank, entropies. Watching, not generating: the run
+    clocks it as observation."""
+    logp_model = torch.log_softmax(logits, dim=-1)
+    kept_tokens = kept_mass = None
+    if logp_final is not None:          # sampled: what the real cut left, over the whole vocabulary
+        kept = torch.isfinite(logp_final)
+        before_p = warpers(settings.temperature, settings.top_k, 1.0)(torch.zeros((1, 1), dtype=torch.long),
+                                                                      logits[None].clone())[0]
+        kept_tokens = int(kept.sum())
+        kept_mass = shortest32(torch.softmax(before_p, dim=-1)[kept].sum()[None])[0]
+    else:
+        logp_final = torch.full_like(logits, float("-inf"))
+        logp_final[token] = 0.0
+    top = torch.topk(logits, min(settings.top_candidates, logits.numel()))
+    ids = top.indices.tolist()
+    values, pm, pf = (shortest32(x) for x in (top.values, logp_model[top.indices].exp(),
+                                              logp_final[top.indices].exp()))
+    candidates = [Candidate(id=i, text=text_of(i), logit=v, p_model=a, p_final=b)
+                  for i, v, a, b in zip(ids, values, pm, pf)]
+    chosen = torch.stack([logp_model[token].exp(), logp_final[token].exp()])
+    p_model, p_final = shortest32(chosen)
+    return Choice(token_id=token, candidates=candidates,
+                  rank=int((logits > logits[token]).sum()), p_model=p_model, p_final=p_final,
+                  entropy=entropy(logp_final), entropy_model=entropy(logp_model),
+                  kept_tokens=kept_tokens, kept_mass=kept_mass)
+
+
+def shortest32(values: torch.Tensor) -> list[float]:
+    """float32 values as the shortest decimals that read back as the same float32 (0.42950624, not
+    0.42950624227523804): nothing the model computed is lost, and the trace is ~8 bytes a number
+    smaller than with float64 digits that were never there."""
+    return [float(x) for x in values.detach().float().cpu().numpy().astype(str)]
+
+
+def playground(candidates: list[Candidate], temperature: float, top_k: int, top_p: float,
+               seed: int = 0) -> list[dict]:
+    """Re-run temperature -> top-k -> top-p on one step's stored candidates, stage by stage.
+
+    Only the stored top candidates are known, so every stage is renormalised over them; the
+    caller shows how much of the model's probability they hold (sum of `p_model`).
+    """
+    logits = torch.tensor([[c.logit for c in candidates]], dtype=torch.float32)   # [1, n]
+    ids = torch.zeros((1, 1), dtype=torch.long)                                    # unused by warpers
+    if temperature == 0:                                # greedy: every stage keeps only the top score
+        onehot = torch.zeros_like(logits)
+        onehot[0, int(logits.argmax())] = 1.0
+        stages, kept_k, kept_p = [onehot] * 3, onehot[0] > 0, onehot[0] > 0
+    else:
+        scaled = warpers(temperature, 0, 1.0)(ids, logits.clone())
+        after_k = warpers(1.0, top_k, 1.0)(ids, scaled.clone())
+        after_p = warpers(1.0, 0, top_p)(ids, after_k.clone())
+        stages = [torch.softmax(x, dim=-1) for x in (scaled, after_k, after_p)]
+        kept_k, kept_p = torch.isfinite(after_k[0]), torch.isfinite(after_p[0])
+    final = stages[-1][0]
+    generator = torch.Generator().manual_seed(int(seed))
+    chosen = int(final.argmax()) if temperature == 0 else int(torch.multinomial(final, 1, generator=generator))
+    before = torch.softmax(logits, dim=-1)[0]
+    return [{"id": c.id, "text": c.text, "logit": c.logit, "p_model": float(before[i]),
+             "p_model_true": c.p_model, "p_temperature": float(stages[0][0, i]),
+             "p_top_k": float(stages[1][0, i]), "p_top_p": float(stages[2][0, i]),
+             "kept_top_k": bool(kept_k[i]), "kept_top_p": bool(kept_p[i]), "chosen": i == chosen}
+            for i, c in enumerate(candidates)]
