@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import altair as alt
 
-from engine.trace import Trace
+from engine.schema.trace import Trace
 
 from . import frames
 from .labels import label

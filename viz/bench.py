@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.packed import PackedRows
-from engine.trace import Attention, PromptToken, Trace
+from engine.schema.packed import PackedRows
+from engine.schema.trace import Attention, PromptToken, Trace
 
 from . import attention, html
 

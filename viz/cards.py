@@ -5,7 +5,7 @@ Numbers are the measured ones from the trace, formatted by viz.fmt; every trace 
 
 from __future__ import annotations
 
-from engine.trace import Trace
+from engine.schema.trace import Trace
 
 from .chips import chip_text, stop_text
 from .fmt import esc, fmt_bytes, fmt_ms, fmt_nats, fmt_p, fmt_rate, visible

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from engine.trace import PromptToken, Step, Trace
+from engine.schema.trace import PromptToken, Step, Trace
 
 from .fmt import HEX_FRAGMENT, WHITESPACE_SIGNS, esc, fmt_p, visible
 from .labels import LABELS, label

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from engine.trace import Attention, Step, Trace
+from engine.schema.trace import Attention, Step, Trace
 
 from .fmt import short, visible
 from .labels import label

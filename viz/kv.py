@@ -6,7 +6,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from engine.trace import Trace
+from engine.schema.trace import Trace
 
 from . import frames
 from .fmt import bytes_unit, fmt_bytes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from engine.trace import Trace
+from engine.schema.trace import Trace
 
 from .fmt import esc, fmt_ms, fmt_rate, wrap_lines
 from .labels import label
@@ -114,7 +114,7 @@ def eval_reading(result: dict, lang: str = "en") -> list[str]:
 
 def eval_chart(result: dict, lang: str = "en") -> alt.HConcatChart:
     """Accuracy (with its 95 % Wilson interval) and mean times against the thinking budget, from
-    `engine.evaluation.evaluate`; the subtitle says only what the intervals support."""
+    `engine.bench.evaluation.evaluate`; the subtitle says only what the intervals support."""
     rows = result.get("budgets") or []
     if not rows:
         raise ValueError(label("err_no_steps", lang))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from engine.trace import Trace
+from engine.schema.trace import Trace
 
 from . import frames
 from .fmt import fmt_ms

@@ -9,8 +9,8 @@ i is the i-th branch).
 
 from __future__ import annotations
 
-from engine.branches import ROOT, lineage, log_p
-from engine.trace import Trace
+from engine.schema.branches import ROOT, lineage, log_p
+from engine.schema.trace import Trace
 
 from .chips import chip_text, p_colour
 from .fmt import esc, fmt_p
