@@ -33,7 +33,7 @@ from pathlib import Path
 from engine.errors import EngineError
 from engine.host.house import HOUSE
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]     # the repository: `python -m engine.host.job` runs there
 _children: set[subprocess.Popen] = set()
 _children_lock = threading.Lock()
 
