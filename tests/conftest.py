@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-OUTPUT = ROOT / "test-output"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.paths import OUTPUT, ROOT  # noqa: E402
 # Tests never reach a model hub: fail fast instead of retrying a network that is not there.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # the apps started here do not build their compiled decode step, except the session's app below,

@@ -3,15 +3,15 @@ languages, including the cases a live run can produce: a format unavailable here
 
 import copy
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from viz import lab
 from viz.labels import LABELS, label
+from tests.paths import ROOT, FIXTURES
 
-FIXTURE = Path(__file__).parent / "fixtures" / "lab_quick.json"
+FIXTURE = FIXTURES / "lab_quick.json"
 CHARTS = (lab.kv_chart, lab.attention_chart, lab.weights_chart, lab.roofline_chart)
 TABLES = (lab.kv_table, lab.attention_table, lab.weights_table, lab.roofline_table)
 
@@ -110,8 +110,7 @@ def test_every_lab_label_has_both_languages():
 def test_the_quality_line_reads_the_measured_agreement():
     """The quantization text states the measured numbers and the baseline, not "a little"."""
     import json
-    from pathlib import Path
-    recorded = json.loads((Path(__file__).parent.parent / "assets" / "lab" / "recorded.json").read_text())
+    recorded = json.loads((ROOT / "assets" / "lab" / "recorded.json").read_text())
     rows = {r["format"]: r for r in recorded["weights"]["rows"]}
     for lang in ("en", "zh"):
         line = lab.quality_line(recorded, lang)

@@ -301,7 +301,7 @@ def test_the_page_offers_the_models_the_roofline_projects(engine):
 
 def test_a_crafted_call_gets_no_run_when_the_lab_is_not_live(engine, monkeypatch):
     import gradio as gr
-    from tests.test_models import OneEngine
+    from tests.engine.test_models import OneEngine
     from ui.lab_tab import LabActions
     monkeypatch.setenv("TBT_LAB", "recorded")
     run = LabActions(OneEngine(engine)).runner("kv_cache", None, None)
@@ -314,7 +314,7 @@ def test_the_lab_mode_is_the_visitors_model_s(engine, monkeypatch):
     import copy
     import dataclasses
     import gradio as gr
-    from tests.test_models import OneEngine
+    from tests.engine.test_models import OneEngine
     from ui.lab_tab import LabActions
     monkeypatch.delenv("TBT_LAB", raising=False)
     hub = copy.copy(engine)

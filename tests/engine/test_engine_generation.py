@@ -8,7 +8,6 @@ from transformers import DynamicCache
 
 from engine import Settings, run_trace, stream_trace
 from engine.model.hooks import Capture
-from engine.run.kv_cache import formula_bytes
 
 PROMPTS = {
     "english": "Explain why the sky is blue.",
@@ -65,11 +64,12 @@ def test_no_cache_run_gives_the_same_tokens(engine):
 
 def test_kv_bytes_follow_the_formula(engine):
     trace = run_trace(engine, "Hello, world!", Settings(max_new_tokens=12, ignore_eos=True))
-    width = engine.model.dtype.itemsize
+    width = engine.model.dtype.itemsize      # from the tensors, not the dtype table the formula uses
+    assert width == engine.info.bytes_per_value
     prompt = trace.prefill.tokens
     for i, step in enumerate(trace.steps):
         assert step.kv_tokens == prompt + i        # step i's forward held the prompt + i fed tokens
-        assert step.kv_bytes == formula_bytes(engine.info, step.kv_tokens, width)
+        assert step.kv_bytes == engine.info.kv_bytes(step.kv_tokens)
     assert trace.summary.kv_bytes_final == trace.steps[-1].kv_bytes
 
 

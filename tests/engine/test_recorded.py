@@ -4,13 +4,12 @@ with our CLI gives the same run."""
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from engine import SCHEMA, Trace
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "assets" / "traces"
 MANIFEST = json.loads((TRACES / "manifest.json").read_text(encoding="utf-8"))
 

@@ -11,7 +11,6 @@ raises its own typed error, never anything else.
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,8 +22,8 @@ from engine.run.reasoning import template_text
 from engine.run.request import clean_prompt
 from engine.model.tokens import prompt_tokens
 from engine.schema.trace import Trace
+from tests.paths import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
 CASES = settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
 
 # --- requests -------------------------------------------------------------------------------

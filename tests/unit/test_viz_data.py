@@ -17,8 +17,8 @@ import pytest
 from engine.schema.trace import Trace
 from viz import chips, fmt, frames
 from viz.labels import LABELS, LANGS, label
+from tests.paths import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
 TRACES = ("trace_zh.json", "trace_en_sampled.json")
 EVIL = ("<script>alert(1)</script>", "<img src=x onerror=alert(1)>")
 
@@ -176,5 +176,7 @@ def test_heatmap_keeps_only_the_lower_triangle_above_the_threshold():
 def test_kv_formula_matches_the_measured_bytes():
     for name in TRACES:
         t = load(name)
-        per_token = frames.kv_bytes_per_token(t)
+        m = t.model
+        per_token = 2 * m.layers * m.kv_heads * m.head_dim * {"float32": 4, "bfloat16": 2}[m.dtype]
+        assert m.kv_bytes(1) == per_token
         assert all(s.kv_bytes == per_token * s.kv_tokens for s in t.steps)

@@ -11,6 +11,7 @@ from engine import Engine, Settings, Trace, run_trace, stream_trace
 from engine.schema.packed import SCALE as PACK_SCALE
 from engine.run.side_by_side import interleave
 from engine.schema.trace import SCHEMA
+from tests.paths import FIXTURES
 
 PROMPT = "Name three colours of the rainbow."
 
@@ -68,8 +69,7 @@ def test_trace_records_the_kernel_and_what_was_captured(engine):
 
 
 def test_version_1_traces_still_load():
-    from pathlib import Path
-    fixture = Path(__file__).parent / "fixtures" / "trace_zh.json"
+    fixture = FIXTURES / "trace_zh.json"
     data = json.loads(fixture.read_text(encoding="utf-8"))
     assert data["schema"] == "token-by-token/trace@1"
     trace = Trace.from_json(fixture.read_text(encoding="utf-8"))

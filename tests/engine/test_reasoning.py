@@ -1,7 +1,6 @@
 """Reasoning mode: thinking detected from real chat templates, phases, budget forcing, eval."""
 
 import copy
-from pathlib import Path
 
 import pytest
 
@@ -9,8 +8,9 @@ from engine import Engine, Settings, run_trace
 from engine.bench.evaluation import QUESTIONS, answer_text, evaluate, is_correct, wilson
 from engine.model.loading import LoadedModel
 from engine.run.reasoning import CLOSE, FORCED_CLOSE, SCAFFOLD_ANSWER_CUE, thinking_style
+from tests.paths import FIXTURES
 
-TEMPLATES = Path(__file__).parent / "fixtures" / "chat_templates"
+TEMPLATES = FIXTURES / "chat_templates"
 
 
 def with_template(engine, name: str) -> Engine:

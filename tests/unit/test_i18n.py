@@ -8,6 +8,7 @@ import pytest
 from ui.i18n import I18N, STRINGS, lang_of, t
 from viz import strings
 from viz.labels import LABELS
+from tests.paths import ROOT
 
 
 @pytest.mark.parametrize("table", [STRINGS, LABELS], ids=["page", "charts"])
@@ -75,7 +76,6 @@ def test_the_ttft_analogy_puts_the_first_wait_before_the_gaps():
 
 def test_no_strings_outside_the_catalogue():
     """The catalogue is the one place: the old string files are gone."""
-    import pathlib
-    root = pathlib.Path(__file__).resolve().parent.parent
+    root = ROOT
     assert not (root / "assets" / "i18n.json").exists() and not (root / "assets" / "walkthrough.json").exists()
     assert not list((root / "viz").glob("labels_*.py"))

@@ -6,13 +6,13 @@ Screenshots land in test-output/browser/; look at them after a change to the pag
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.test_bad_inputs import INTERNALS
-from tests.test_trace_validate import HOSTILE
+from tests.app.test_bad_inputs import INTERNALS
+from tests.unit.test_trace_validate import HOSTILE
 from engine.schema.validate import validate
+from tests.paths import FIXTURES
 
 pytestmark = pytest.mark.browser
 
@@ -101,7 +101,7 @@ def test_rejected_upload_shows_a_message(page, tmp_path):
 def test_upload_claiming_40_million_positions_is_refused_and_the_page_still_works(page, tmp_path):
     """The issue's hostile file: schema-valid, a 1 KB attention block under a header claiming
     40,000,000 prompt positions. It is refused before any chart sizes itself from it."""
-    data = json.loads((Path(__file__).parent / "fixtures" / "trace_zh.json").read_text(encoding="utf-8"))
+    data = json.loads((FIXTURES / "trace_zh.json").read_text(encoding="utf-8"))
     data["attention"]["prefill_tokens"] = 40_000_000
     bad = tmp_path / "hostile.json"
     bad.write_text(json.dumps(data), encoding="utf-8")
@@ -113,7 +113,7 @@ def test_upload_claiming_40_million_positions_is_refused_and_the_page_still_work
     page.wait_for_selector("#output .tbt-recording", timeout=60_000)   # the page's first draw is done
     page.get_by_role("tab", name="Trace file").click()
     page.set_input_files("#upload input[type=file]",
-                         str(Path(__file__).parent / "fixtures" / "trace_zh.json"))
+                         str(FIXTURES / "trace_zh.json"))
     page.wait_for_function("() => document.querySelector('#prompt-chips').innerText.includes('什')",
                            timeout=30_000)
 
@@ -122,7 +122,7 @@ def test_upload_claiming_40_million_positions_is_refused_and_the_page_still_work
 def test_every_hostile_file_is_refused_in_the_page(page, app_process, tmp_path, name):
     """Each hostile file of tests/test_trace_validate.py, uploaded as a visitor would: a message
     naming what is wrong, no internal text in it, the server's memory not grown by the file."""
-    doc = json.loads((Path(__file__).parent / "fixtures" / "trace_zh.json").read_text(encoding="utf-8"))
+    doc = json.loads((FIXTURES / "trace_zh.json").read_text(encoding="utf-8"))
     HOSTILE[name](doc)
     bad = tmp_path / f"{name}.json"
     bad.write_text(json.dumps(doc), encoding="utf-8")
@@ -139,7 +139,7 @@ def test_layer_controls_follow_an_uploaded_trace_of_a_smaller_model(page, tmp_pa
     """A trace from a 10-layer model: the layer slider's range becomes 0..9 (it was 0..29)."""
     from engine import Trace
     from engine.schema.packed import PackedRows
-    trace = Trace.from_json((Path(__file__).parent / "fixtures" / "trace_zh.json").read_text(encoding="utf-8"))
+    trace = Trace.from_json((FIXTURES / "trace_zh.json").read_text(encoding="utf-8"))
     trace.model.layers = 10
     att = trace.attention
     att.prefill = att.prefill[:10]
@@ -158,7 +158,7 @@ def test_layer_controls_follow_an_uploaded_trace_of_a_smaller_model(page, tmp_pa
 
 def test_uploaded_trace_with_html_in_its_texts_stays_text(page, shots, tmp_path):
     """A hostile trace file: token, step and model texts carrying markup are shown as text."""
-    data = json.loads((Path(__file__).parent / "fixtures" / "trace_zh.json").read_text(encoding="utf-8"))
+    data = json.loads((FIXTURES / "trace_zh.json").read_text(encoding="utf-8"))
     for token in data["prompt"]["tokens"][:3]:
         token["text"] = '<img src=x onerror=alert(1)><b id="injected">t</b>'
     for step in data["steps"][:3]:
@@ -295,7 +295,7 @@ def test_before_a_run_the_chapters_show_the_recording(page):
 def test_a_loaded_file_says_so_and_a_clicked_token_moves_every_step_view(page, tmp_path):
     """Loading a file: the status names it and the prompt box holds its prompt. Clicking an answer
     token: Decode comes forward on that step, and Sampling shows the same step."""
-    src = Path(__file__).parent / "fixtures" / "trace_en_sampled.json"
+    src = FIXTURES / "trace_en_sampled.json"
     path = tmp_path / "my-run.json"
     path.write_bytes(src.read_bytes())
     page.get_by_role("tab", name="Trace file").click()

@@ -8,7 +8,7 @@ import json
 import altair as alt
 import pytest
 
-from tests.test_viz_data import TRACES, load, long_prompt_trace, playground_rows
+from tests.unit.test_viz_data import TRACES, load, long_prompt_trace, playground_rows
 from viz import attention, decode, kv, sampling, speed
 from viz.labels import label
 

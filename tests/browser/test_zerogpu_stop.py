@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from gradio_client import Client
 
-from tests.conftest import ROOT, _free_port
+from tests.conftest import _free_port
+from tests.paths import FIXTURES, ROOT
 
 pytestmark = pytest.mark.browser
 
-FAKE_SPACES = Path(__file__).parent / "fixtures" / "fake_spaces"
+FAKE_SPACES = FIXTURES / "fake_spaces"
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,9 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
+
 
 BUILD_WITHOUT_THE_MODEL = """
 import sys

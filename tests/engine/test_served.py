@@ -15,8 +15,9 @@ from engine.errors import InvalidRequest
 from engine.served import Bounds, ServedError, endpoint, endpoints_from_env, stream_served
 from engine.schema.trace import Settings, Trace
 from engine.schema.validate import validate
+from tests.paths import FIXTURES as SHARED
 
-FIXTURES = Path(__file__).parent / "fixtures" / "served"
+FIXTURES = SHARED / "served"
 QUICK = Bounds(connect_s=2, stall_s=0.6, total_s=5, max_bytes=200_000, max_line=20_000, max_events=500)
 
 

@@ -5,8 +5,8 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "engine"
 TORCH_FREE = ("engine.schema", "engine.environment", "engine.errors")   # what viz may import
 

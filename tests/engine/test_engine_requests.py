@@ -1,14 +1,13 @@
 """Bad requests and bad models fail fast with the engine's own typed errors."""
 
 import math
-from pathlib import Path
 
 import pytest
 
 from engine import Engine, InvalidRequest, Limits, ModelLoadError, Settings, stream_trace
 from engine.model.loading import resolve_source
+from tests.paths import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.mark.parametrize("prompt, message", [

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_browser import open_tab
+from tests.browser.test_browser import open_tab
 
 pytestmark = pytest.mark.browser
 

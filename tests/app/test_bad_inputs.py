@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_trace_validate import HOSTILE
+from tests.unit.test_trace_validate import HOSTILE
 from gradio_client import Client, handle_file
 
 from engine import Trace
+from tests.paths import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
 GOOD = dict(max_new_tokens=4, temperature=0.0, top_k=0, top_p=1.0, seed=0, attention=False,
             logit_lens=False, chat_template=True)
 

@@ -9,7 +9,7 @@ import pytest
 
 
 from engine.schema.trace import Trace
-from tests.test_viz_data import EVIL, TRACES, hostile, load, playground_rows
+from tests.unit.test_viz_data import EVIL, TRACES, hostile, load, playground_rows
 from viz import html as views
 from viz.fmt import fmt_p
 from viz.labels import label

@@ -3,13 +3,12 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from engine import Trace
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
