@@ -1,4 +1,5 @@
 # Two commands: `make run` starts the app, `make test` runs the whole suite. Both set up .venv first.
+# While changing code, `make quick` runs the unit and engine tests only (no server, no browser).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -6,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 LLAMA  := $(VENV)/.llama-stamp
 PORT   ?= 7860
 
-.PHONY: run test bench lab load fairness traces chromium clean
+.PHONY: run test quick bench lab load fairness traces chromium clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,8 +32,13 @@ chromium:
 run: $(STAMP)
 	$(PY) app.py --port $(PORT)
 
+# Every kind of test: tests/unit, tests/engine, tests/app (live servers), tests/browser (Chromium).
 test: $(STAMP) $(LLAMA) chromium
 	$(PY) -m pytest
+
+# The quick loop: tests/unit and tests/engine (the bench test needs llama.cpp; no server, no browser).
+quick: $(STAMP) $(LLAMA)
+	$(PY) -m pytest -m "unit or engine"
 
 bench: $(STAMP) $(LLAMA)
 	$(PY) -m engine bench --json

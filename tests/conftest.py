@@ -3,18 +3,18 @@
 import json
 import os
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.paths import OUTPUT, ROOT  # noqa: E402
+from tests.paths import OUTPUT  # noqa: E402
+from tests.servers import app_server, free_port, serving  # noqa: E402
 # Tests never reach a model hub: fail fast instead of retrying a network that is not there.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # the apps started here do not build their compiled decode step, except the session's app below,
 # which runs with the shipped defaults (its build is a back-room job: lowest priority, stopped while
-# a run is in progress); tests/test_fast.py builds the same package in-process, or finds it on disk
+# a run is in progress); tests/engine/test_fast.py builds the same package in-process, or finds it on disk
 os.environ.setdefault("TBT_COMPILE", "0")
 
 
@@ -30,13 +30,6 @@ def output_dir() -> Path:
     return OUTPUT
 
 
-def _free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 SERVER: dict = {}     # the live app's process id, for tests that watch its memory
 
 
@@ -47,47 +40,13 @@ def served_endpoint(url: str) -> dict:
             "extra": {"repeat_penalty": 1.0}}
 
 
-@contextmanager
-def serving(command: list[str], ready_url: str, name: str, seconds: int, env: dict | None = None):
-    """A server process started for the tests (its output in test-output/), ready once `ready_url`
-    answers, stopped at the end."""
-    import subprocess
-    import time
-    import urllib.request
-    OUTPUT.mkdir(exist_ok=True)
-    with open(OUTPUT / f"{name}.log", "w") as log:
-        proc = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
-        deadline = time.time() + seconds
-        while time.time() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{name} exited early; see {log.name}")
-            try:
-                urllib.request.urlopen(ready_url, timeout=2)
-                break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            proc.kill()
-            raise RuntimeError(f"{name} did not start in {seconds} s")
-        try:
-            yield proc
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
-
 @pytest.fixture(scope="session")
 def app_url(llama_server):
     """The real app (`python app.py`) on a free local port, for gradio_client and the browser; it
     offers llama-cpp-python's server (below) as a served model, as a host would with TBT_ENDPOINTS."""
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}/"
     env = {k: v for k, v in os.environ.items() if k != "TBT_COMPILE"}       # as it ships
     env.update({"TBT_CONCURRENCY": "4", "TBT_ENDPOINTS": json.dumps([served_endpoint(llama_server)])})
-    with serving([sys.executable, "app.py", "--port", str(port)], url, "app-server", 240, env) as proc:
+    with app_server("app-server", env) as (proc, url):
         SERVER["pid"] = proc.pid
         yield url
 
@@ -108,8 +67,10 @@ def browser():
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+        try:
+            yield chromium
+        finally:
+            chromium.close()
 
 
 @pytest.fixture()
@@ -119,13 +80,15 @@ def page(browser, app_url):
     page = context.new_page()
     page.dialogs = []
     page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
-    page.goto(app_url)
-    page.wait_for_selector("#prompt textarea", timeout=60_000)
-    # the page's first draw (the recording, in the page's language) is done: a test's own upload or
-    # run cannot be overwritten by it
-    page.wait_for_selector("#output .tbt-recording", timeout=60_000)
-    yield page
-    context.close()
+    try:
+        page.goto(app_url)
+        page.wait_for_selector("#prompt textarea", timeout=60_000)
+        # the page's first draw (the recording, in the page's language) is done: a test's own upload
+        # or run cannot be overwritten by it
+        page.wait_for_selector("#output .tbt-recording", timeout=60_000)
+        yield page
+    finally:
+        context.close()
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +105,7 @@ def llama_server():
     GGUF, on a free local port: a real serving engine for the served-model tests. make test
     installs llama-cpp-python (built from source once, then from pip's cache)."""
     from engine.model.loading import embedded_gguf
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_gguf()), "--host", "127.0.0.1",
                "--port", str(port), "--n_threads", "2", "--n_ctx", "2048", "--model_alias", "smollm2",
@@ -150,3 +113,31 @@ def llama_server():
                "--interrupt_requests", "False"]
     with serving(command, url + "/v1/models", "llama-server", 120):
         yield url
+
+
+# Each folder of tests/ is a kind, and its marker (pytest.ini says what each holds): `pytest -m unit`,
+# `-m "unit or engine"` (make quick). A test outside them, or asking for a fixture of a heavier kind
+# (a unit test loading the model, an engine test starting the app), stops the collection.
+FORBIDDEN = {
+    "unit": {"engine", "app_url", "app_process", "llama_server", "browser", "page"},
+    "engine": {"app_url", "app_process", "llama_server", "browser", "page"},
+    "app": {"browser", "page"},
+    "browser": set(),
+}
+KINDS = tuple(FORBIDDEN)
+
+
+def pytest_collection_modifyitems(config, items):
+    tests = Path(__file__).resolve().parent
+    misplaced = []
+    for item in items:
+        parts = Path(str(item.path)).resolve().relative_to(tests).parts
+        kind = parts[0] if len(parts) > 1 else None
+        if kind not in KINDS:
+            misplaced.append(f"{item.nodeid}: not in a kind's folder (tests/{{{','.join(KINDS)}}}/)")
+            continue
+        item.add_marker(kind)
+        if wrong := FORBIDDEN[kind] & set(item.fixturenames):
+            misplaced.append(f"{item.nodeid}: a {kind} test asks for {', '.join(sorted(wrong))}")
+    if misplaced:
+        raise pytest.UsageError("tests in the wrong folder:\n  " + "\n  ".join(misplaced))

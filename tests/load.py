@@ -2,8 +2,8 @@
 
     python -m tests.load [--clients 8] [--runs 5] [--tokens 32] [--url http://127.0.0.1:PORT/]
 
-Without --url it starts `python app.py` on a free port of 127.0.0.1 (and stops it after); --url
-must point at this machine. First every input is run once, one at a time (the reference); then
+Without --url it starts `python app.py` on a free port of 127.0.0.1 (tests/servers.py: its output
+in test-output/load-server.log, stopped after); --url must point at this machine. First every input is run once, one at a time (the reference); then
 the clients run them all at once. Half the inputs sample (temperature 0.8, top-k 40, their own
 seed), so a leak of RNG state or cache between requests would show as a mismatch; every input
 captures attention and the logit lens (unless --no-capture), so would a hook or capture state
@@ -17,19 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlparse
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
 PROMPTS = ["Hello, world!", "什么是量子计算", "Write a haiku about rain.", "List three fruits.",
            "Explain in two sentences why the sky is blue.", "小明去超市买了苹果，接着他",
            "Write a Python function that checks whether a number is prime.", "Once upon a time"]
@@ -64,29 +60,6 @@ def rss_mb(pid: int | None) -> float | None:
     except OSError:
         return None
     return None
-
-
-def start_server(concurrency: int | None) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    if concurrency is not None:
-        env["TBT_CONCURRENCY"] = str(concurrency)
-    proc = subprocess.Popen([sys.executable, "app.py", "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT,
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.time() + 240
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("the app exited while starting")
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            return proc, url
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError("the app did not start in 240 s")
 
 
 def differences(got, want) -> list[str]:
@@ -196,20 +169,17 @@ def main() -> None:
     args = parser.parse_args()
     if not (1 <= args.clients <= 32 and 1 <= args.runs <= 20 and 1 <= args.tokens <= 256):
         parser.error("keep it bounded: clients 1-32, runs 1-20, tokens 1-256")
-    proc = None
     if args.url:
         if urlparse(args.url).hostname not in LOCAL:
             parser.error("--url must be a server on this machine (127.0.0.1 or localhost)")
-        url, pid = args.url, args.pid
+        result = run_load(args.url, args.clients, args.runs, args.tokens, args.pid, args.timeout, args.capture)
     else:
-        proc, url = start_server(args.concurrency)
-        pid = proc.pid
-    try:
-        result = run_load(url, args.clients, args.runs, args.tokens, pid, args.timeout, args.capture)
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=30)
+        from tests.servers import app_server
+        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        if args.concurrency is not None:
+            env["TBT_CONCURRENCY"] = str(args.concurrency)
+        with app_server("load-server", env) as (proc, url):       # its output: test-output/load-server.log
+            result = run_load(url, args.clients, args.runs, args.tokens, proc.pid, args.timeout, args.capture)
     print(json.dumps(result, indent=1, ensure_ascii=False))
     sys.exit(0 if result["errors"] == 0 and result["all_match_sequential"] else 1)
 

@@ -14,8 +14,6 @@ from tests.unit.test_trace_validate import HOSTILE
 from engine.schema.validate import validate
 from tests.paths import FIXTURES
 
-pytestmark = pytest.mark.browser
-
 TABS = [("tokens", "1 · Tokens", ["#embedding"]),
         ("prefill", "2 · Prefill", ["#heatmap", "#head-view"]),
         ("kv", "3 · KV cache", ["#kv-growth", "#kv-projection"]),

@@ -6,8 +6,6 @@ import time
 import pytest
 from gradio_client import Client
 
-pytestmark = pytest.mark.browser
-
 
 def active_runs(client) -> int:
     return client.predict(api_name="/status")["active_runs"]

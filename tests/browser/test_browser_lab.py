@@ -7,8 +7,6 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.browser
-
 TAB = "6 · Acceleration lab"
 
 

@@ -4,11 +4,7 @@ fork is refused with its reason. Screenshots land in test-output/browser/served-
 
 from __future__ import annotations
 
-import pytest
-
 from tests.browser.test_browser import open_tab
-
-pytestmark = pytest.mark.browser
 
 
 def test_a_served_run_in_every_chapter(page, shots):

@@ -4,8 +4,6 @@ test-output/browser/walkthrough-<lang>-<step>.png; look at them after changing a
 
 import pytest
 
-pytestmark = pytest.mark.browser
-
 VISUALS = {0: "#wt-compare", 1: "#wt-heatmap", 2: "#wt-kv", 3: "#wt-candidates", 4: "#wt-timeline",
            5: "#wt-lab", 6: "#wt-reasoning-chart", 7: "#wt-playground"}
 SOURCE = {"en-US": "recording", "zh-CN": "录制版本"}

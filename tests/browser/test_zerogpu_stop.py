@@ -4,19 +4,14 @@ the page's process never reaches that worker; the Stop buttons cancel their even
 the worker must close its copy of the run (its log says so) within a few seconds."""
 
 import os
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from gradio_client import Client
 
-from tests.conftest import _free_port
 from tests.paths import FIXTURES, ROOT
-
-pytestmark = pytest.mark.browser
+from tests.servers import app_server
 
 FAKE_SPACES = FIXTURES / "fake_spaces"
 
@@ -24,26 +19,12 @@ FAKE_SPACES = FIXTURES / "fake_spaces"
 @pytest.fixture(scope="module")
 def zero_app(output_dir):
     """The app as on a ZeroGPU Space: (url, the worker log)."""
-    port, log_path = _free_port(), output_dir / "fake-spaces-worker.log"
+    log_path = output_dir / "fake-spaces-worker.log"
     log_path.write_text("")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAKE_SPACES), str(ROOT)]), "SPACES_ZERO_GPU": "true",
            "FAKE_SPACES_LOG": str(log_path)}
-    with open(output_dir / "zerogpu-server.log", "w") as server_log:
-        proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, env=env,
-                                stdout=server_log, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}/"
-        try:
-            for _ in range(240):
-                assert proc.poll() is None, "the app exited; see zerogpu-server.log"
-                try:
-                    urllib.request.urlopen(url, timeout=2)
-                    break
-                except OSError:
-                    time.sleep(0.5)
-            yield url, log_path
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+    with app_server("zerogpu-server", env, seconds=120) as (_, url):
+        yield url, log_path
 
 
 def wait_for_line(log: Path, needle: str, timeout_s: float) -> str:

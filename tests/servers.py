@@ -1,0 +1,104 @@
+"""Servers started for the tests and the load script: the app (`python app.py`) and llama.cpp's
+server, each on a free local port, ready once a URL answers, its output in test-output/NAME.log,
+and stopped at the end: in a finally, and by atexit for whatever an interrupted session left.
+Only processes started here are ever ended, by their own ids (the server and the children it had
+started, read just before it is stopped)."""
+
+from __future__ import annotations
+
+import atexit
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+
+from tests.paths import OUTPUT, ROOT
+
+STARTED: dict[int, subprocess.Popen] = {}       # process id -> the server process, until it is stopped
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def app_command(port: int) -> list[str]:
+    """The app as `make run` starts it, on 127.0.0.1:`port`."""
+    return [sys.executable, "app.py", "--host", "127.0.0.1", "--port", str(port)]
+
+
+def wait_until_ready(proc: subprocess.Popen, ready_url: str, name: str, seconds: float, log: str) -> None:
+    """Poll `ready_url` until it answers; raise if the process exits or `seconds` pass first."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited while starting (code {proc.returncode}); see {log}")
+        try:
+            urllib.request.urlopen(ready_url, timeout=2).close()
+            return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{name} did not answer {ready_url} in {seconds:.0f} s; see {log}")
+        time.sleep(0.5)
+
+
+def stop(proc: subprocess.Popen, timeout_s: float = 30) -> None:
+    """Stop a server started here: SIGTERM, then SIGKILL after `timeout_s`; then any child it had
+    started (the back room's job) that outlived it."""
+    STARTED.pop(proc.pid, None)
+    children = []
+    if proc.poll() is None:
+        try:
+            import psutil
+            children = psutil.Process(proc.pid).children(recursive=True)
+        except Exception:                     # psutil missing, or the process just ended
+            children = []
+        proc.terminate()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout_s)
+    for child in children:                    # psutil checks the id still names the same process
+        try:
+            if child.is_running():
+                child.kill()
+        except Exception:
+            pass
+
+
+@atexit.register
+def _stop_leftovers() -> None:
+    for proc in list(STARTED.values()):
+        stop(proc, timeout_s=10)
+
+
+@contextmanager
+def serving(command: list[str], ready_url: str, name: str, seconds: float, env: dict | None = None):
+    """Start `command` in the repository root (its output in test-output/`name`.log), yield the
+    process once `ready_url` answers, stop it at the end, whatever happens."""
+    OUTPUT.mkdir(exist_ok=True)
+    log_path = OUTPUT / f"{name}.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+        STARTED[proc.pid] = proc
+        try:
+            wait_until_ready(proc, ready_url, name, seconds, f"test-output/{log_path.name}")
+            yield proc
+        finally:
+            stop(proc)
+
+
+@contextmanager
+def app_server(name: str, env: dict | None = None, seconds: float = 240):
+    """The app (`python app.py`) on a free port of 127.0.0.1: yields (process, url) once its page
+    answers."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    with serving(app_command(port), url, name, seconds, env) as proc:
+        yield proc, url
