@@ -4,6 +4,8 @@
     assets/strings/walkthrough.json  the walkthrough's prompt and its eight steps
     assets/strings/charts.json       what viz draws: charts, tables, HTML panels (sections
                                      "charts", "lab", "reasoning"; keys unique across them)
+    assets/strings/errors.json       what a visitor reads when something is refused (err_<key>:
+                                     an EngineError's `key`, or a refusal of ui/; ui/errors.py)
     assets/strings/glossary.json     one term per concept in each language, and the variants
                                      that must not appear (tests/test_i18n.py checks every text)
 
@@ -53,13 +55,20 @@ def page() -> dict[str, dict[str, str]]:
 
 
 @lru_cache(maxsize=1)
+def errors() -> dict[str, dict[str, str]]:
+    """The refusals a visitor can meet, by `err_<key>`."""
+    return _read("errors.json")
+
+
+@lru_cache(maxsize=1)
 def glossary() -> list[dict]:
     return _read("glossary.json")
 
 
 def every_text() -> dict[str, dict[str, str]]:
-    """Every entry of the catalogue by a unique name ("page:key", "charts:key", "walkthrough:prompt:next")."""
+    """Every entry of the catalogue by a unique name ("page:key", "charts:key", "errors:err_key", ...)."""
     texts = {f"page:{k}": v for k, v in page().items()}
     texts.update({f"charts:{k}": v for k, v in charts().items()})
+    texts.update({f"errors:{k}": v for k, v in errors().items()})
     texts.update({f"walkthrough:prompt:{k}": v for k, v in walkthrough()["prompt"].items()})
     return texts

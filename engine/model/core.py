@@ -153,7 +153,7 @@ class Engine:
         if not settings.chat_template:
             return prompt
         if not self.tokenizer.chat_template:
-            raise InvalidRequest("this model has no chat template; turn the chat template off")
+            raise InvalidRequest("this model has no chat template; turn the chat template off", "no_chat_template")
         messages = [{"role": "user", "content": prompt}]
         return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
                                                   **template_kwargs)

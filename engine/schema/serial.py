@@ -51,11 +51,12 @@ def from_plain(tp, value, path: str = "trace"):
             if f.name in value:
                 kwargs[f.name] = from_plain(hints[f.name], value[f.name], f"{path}.{f.name}")
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise TraceFormatError(f"{path}: missing field {f.name!r}")
+                raise TraceFormatError(f"{path}: missing field {f.name!r}", "trace_missing_field", where=path,
+                                       field=repr(f.name))
         try:
             return tp(**kwargs)
         except (ValueError, TypeError) as exc:
-            raise TraceFormatError(f"{path}: {exc}") from None
+            raise TraceFormatError(f"{path}: {exc}", "trace_field", where=path, detail=str(exc)) from None
     if tp is bool:
         _expect(isinstance(value, bool), path, "true/false", value)
     elif tp is int:
@@ -71,12 +72,19 @@ def from_plain(tp, value, path: str = "trace"):
         try:
             return base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError):
-            raise TraceFormatError(f"{path}: invalid base64") from None
+            raise TraceFormatError(f"{path}: invalid base64", "trace_bad_base64", where=path) from None
     else:  # pragma: no cover - a type the trace does not use
         raise TypeError(f"unsupported type {tp!r} at {path}")
     return value
 
 
+# what `_expect` asked for, as the JSON type's name (what the visitor's message names in any language)
+JSON_TYPES = {"a list": "array", "an object": "object", "true/false": "boolean", "an integer": "integer",
+              "a finite number": "number", "a string": "string", "base64 text": "string (base64)"}
+
+
 def _expect(ok: bool, path: str, what: str, value) -> None:
     if not ok:
-        raise TraceFormatError(f"{path}: expected {what}, got {type(value).__name__}")
+        got = type(value).__name__
+        raise TraceFormatError(f"{path}: expected {what}, got {got}", "trace_wrong_type", where=path,
+                               expected=JSON_TYPES[what], got=got)

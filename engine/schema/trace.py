@@ -248,12 +248,16 @@ class Trace:
     @classmethod
     def from_json(cls, text: str | bytes, max_bytes: int | None = None) -> Trace:
         if max_bytes is not None and len(text) > max_bytes:
-            raise TraceFormatError(f"trace is {len(text):,} bytes; the limit is {max_bytes:,}")
+            size, limit = f"{len(text):,}", f"{max_bytes:,}"
+            raise TraceFormatError(f"trace is {size} bytes; the limit is {limit}", "trace_too_big",
+                                   size=size, limit=limit)
         try:
             data = json.loads(text)
         except (ValueError, RecursionError) as exc:
-            raise TraceFormatError(f"not valid JSON: {str(exc)[:200]}") from None
+            detail = str(exc)[:200]
+            raise TraceFormatError(f"not valid JSON: {detail}", "trace_not_json", detail=detail) from None
         if not isinstance(data, dict) or data.get("schema") not in READABLE:
-            got = data.get("schema") if isinstance(data, dict) else type(data).__name__
-            raise TraceFormatError(f"not a Token by Token trace: schema is {got!r}, expected {SCHEMA!r}")
+            got = repr(data.get("schema") if isinstance(data, dict) else type(data).__name__)[:80]
+            raise TraceFormatError(f"not a Token by Token trace: schema is {got}, expected {SCHEMA!r}",
+                                   "trace_not_ours", got=got, expected=repr(SCHEMA))
         return from_plain(cls, data)

@@ -23,12 +23,15 @@ MAX_BRANCHES = 64                    # forks one trace may hold
 
 
 def _check(ok: bool, where: str, what: str) -> None:
-    if not ok:
-        raise TraceFormatError(f"{where}: {what}")
+    if not ok:       # the page says it as "{where} is wrong ({what})" in the visitor's language
+        raise TraceFormatError(f"{where}: {what}", "trace_field", where=where, detail=what)
 
 
 def _between(value: int | float, lo: int | float, hi: int | float, where: str) -> None:
-    _check(lo <= value <= hi, where, f"{value!r} is outside {lo:,}..{hi:,}")
+    if not lo <= value <= hi:
+        got, low, high = repr(value)[:40], f"{lo:,}", f"{hi:,}"
+        raise TraceFormatError(f"{where}: {got} is outside {low}..{high}", "trace_out_of_range", where=where,
+                               value=got, lo=low, hi=high)
 
 
 def read_trace(text: str | bytes, limits: Limits | None = None) -> Trace:
