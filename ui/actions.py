@@ -6,7 +6,6 @@ generator and in the visitor's gr.State, so visitors never see each other's toke
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -20,15 +19,18 @@ from engine.served import Endpoint
 from engine.served.load import Slo, load_sweep
 from engine.schema.specs import EMBEDDED
 from engine.bench.sweep import LENGTHS, ttft_sweep
-from engine.run.request import check_settings, clean_prompt
+from engine.run.request import APP_DEFAULTS, check_settings, clean_prompt, number
 from engine.schema.trace import Settings, Trace
 from viz import html, served_load, speed
 from viz.labels import label
+from viz.chips import stop_words
 from viz.notice import embedding_strip, notice_chart
 
+from .errors import message, refuse, refused, say
 from .i18n import STRINGS, text
+from .lab_tab import HEADINGS
 from .models import Models, first_model_loaded, torch_side
-from .runs import StopFlags, TraceFiles
+from .runs import STREAM_INTERVAL_S, StopFlags, TraceFiles
 from .uploads import read_upload
 from .views import clamp
 
@@ -38,41 +40,21 @@ if TYPE_CHECKING:
 # The engine's torch side (runs, tokenizers, embeddings) is imported where it is used: the page is
 # built and served before torch loads (app.py).
 
-STREAM_INTERVAL_S = 0.1
-
-
-def _int(name: str, value, default: int) -> int:
+def _setting(name: str, value, integer: bool = False) -> int | float:
+    """A number control's value; an empty box (None, "") means the page's default (APP_DEFAULTS)."""
     if value is None or value == "":
-        return default
-    if isinstance(value, float) and not math.isfinite(value):
-        raise gr.Error(f"{name} must be a finite number")
-    if isinstance(value, float) and not value.is_integer():   # sliders send 48.0; 2.5 is a mistake
-        raise gr.Error(f"{name} must be a whole number, got {value!r}")
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise gr.Error(f"{name} must be a whole number, got {value!r}") from None
-
-
-def _float(name: str, value, default: float) -> float:
-    if value is None or value == "":
-        return default
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise gr.Error(f"{name} must be a number, got {value!r}") from None
+        return getattr(APP_DEFAULTS, name)
+    return number(name, value, integer=integer)
 
 
 def make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
                   chat_template) -> Settings:
     """Settings from the page's controls (sliders send floats, an empty number box sends None).
-    The engine validates the values themselves."""
-    return Settings(max_new_tokens=_int("max_new_tokens", max_new_tokens, 64),
-                    temperature=_float("temperature", temperature, 0.0),
-                    top_k=_int("top_k", top_k, 0), top_p=_float("top_p", top_p, 1.0),
-                    seed=_int("seed", seed, 0), attention=bool(attention), logit_lens=bool(logit_lens),
-                    chat_template=bool(chat_template))
-
+    Raises InvalidRequest for a value that is not a number; check_settings checks the ranges."""
+    return replace(APP_DEFAULTS, max_new_tokens=_setting("max_new_tokens", max_new_tokens, integer=True),
+                   temperature=_setting("temperature", temperature), top_k=_setting("top_k", top_k, integer=True),
+                   top_p=_setting("top_p", top_p), seed=_setting("seed", seed, integer=True),
+                   attention=bool(attention), logit_lens=bool(logit_lens), chat_template=bool(chat_template))
 
 
 def status_md(trace: Trace, lang: str) -> str:
@@ -88,7 +70,7 @@ def status_md(trace: Trace, lang: str) -> str:
         if s.tpot_ms:
             parts.append(f"TPOT {s.tpot_ms:.1f} ms")
         parts.append(f"{s.tokens_per_s:.1f} {label('tokens_per_s', lang)}")
-        parts.append(f"{label('stop_reason', lang)}: **{label('stop_' + s.stop_reason, lang)}**")
+        parts.append(f"{label('stop_reason', lang)}: **{stop_words(s.stop_reason, lang)}**")
     if trace.served:
         parts.append(label("served_status", lang, endpoint=trace.served.endpoint))
     elif trace.observation and trace.steps:
@@ -106,9 +88,7 @@ def waiting_md(engine: Engine, lang: str) -> str | None:
     reason = getattr(engine, "held_for", None)
     if not reason:
         return None
-    names = {"kv_cache": "lab_kv_title_partial", "attention": "lab_attn_title", "weights": "lab_weights_title",
-             "batching": "lab_batch_title", "verify": "lab_verify_title"}
-    what = label(names[reason], lang) if reason in names else reason
+    what = label(HEADINGS[reason], lang) if reason in HEADINGS else reason
     return text("waiting_lab", lang).format(reason=what)
 
 
@@ -144,27 +124,31 @@ class Actions:
 
     # --- run ----------------------------------------------------------------------------------
     def check_run(self, prompt, max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
-                  chat_template, model_id, source, lang):
-        """The run's validator: an empty or oversized prompt, or a bad setting, is said under the
-        prompt box before anything runs, so no output (the previous answer) is painted as failed.
-        Checks that need the model's tokenizer (the prompt's length in tokens) stay in the run."""
+                  chat_template, model_id, source, lang) -> str | None:
+        """Why the run cannot start, in the page's language, or None: an empty or oversized prompt,
+        or a bad setting, is said under the prompt box before anything runs (explore.py), so no
+        output (the previous answer) is painted as failed. Checks that need the model's tokenizer
+        (the prompt's length in tokens) stay in the run."""
         try:
             check_settings(make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention,
-                                         logit_lens, chat_template), self.engine.limits)
-            clean_prompt(prompt, self.engine.limits)
+                                         logit_lens, chat_template), self.models.limits)
+            clean_prompt(prompt, self.models.limits)
         except EngineError as exc:
-            return [gr.validate(False, str(exc)), *[gr.validate(True, "")] * 11]
-        return [gr.validate(True, "")] * 12
+            return message(exc, lang)
+        return None
 
     def run(self, prompt, max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
             chat_template, model_id, source, lang, request: gr.Request):
         """Stream one run, on this page's model or on a served one (`source`, an endpoint's name):
         (trace state, output chips, status, prompt chips, stale-chapters banner) after every event."""
-        settings = make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
-                                 chat_template)
-        endpoint = self.endpoint(source)
+        try:
+            settings = make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
+                                     chat_template)
+        except EngineError as exc:
+            raise refused(exc, lang) from None
+        endpoint = self.endpoint(source, lang)
         local = endpoint.tokenizer if endpoint is not None else ""
-        engine = self.models.get((EMBEDDED if local == "embedded" else local) or model_id)
+        engine = self.models.get((EMBEDDED if local == "embedded" else local) or model_id, lang)
         with self.flags.running(request) as flag:
             try:
                 if endpoint is not None:      # the server's model; ours only maps its tokens (if named)
@@ -175,7 +159,7 @@ class Actions:
                     events = torch_side("engine.run.generate").stream_trace(engine, prompt, settings, cancel=flag,
                                                                         keep_cache=True)   # forks reuse it
             except EngineError as exc:
-                raise gr.Error(str(exc)) from None
+                raise refused(exc, lang) from None
             shown = 0.0
             try:
                 for event in events:
@@ -195,16 +179,16 @@ class Actions:
                            # the chapters still show the previous run until this one ends and redraws them
                            gr.update(visible=True, value=text("chapters_previous", lang)) if starting else gr.skip())
             except EngineError as exc:          # e.g. a server failed mid-stream: its sentence, not a trace
-                raise gr.Error(str(exc)) from None
+                raise refused(exc, lang) from None
             finally:
                 events.close()
 
-    def endpoint(self, source: str | None) -> Endpoint | None:
+    def endpoint(self, source: str | None, lang: str = "en") -> Endpoint | None:
         """The host's endpoint named `source` ("" or None: this page's model)."""
         if not source:
             return None
         if source not in self.endpoints:
-            raise gr.Error(f"{source!r} is not one of the served models this page offers")
+            raise refuse("served_not_offered", lang, source=repr(source)[:80])
         return self.endpoints[source]
 
     def stop(self, request: gr.Request):
@@ -213,16 +197,18 @@ class Actions:
     def load_sweep(self, source, prompt, lang, progress=gr.Progress()):
         """The chosen served model under 1, 2, 4 and 8 concurrent streams (bounded: one wave per
         level, 32 tokens each, a 90 s budget; one sweep at a time on the page)."""
-        endpoint = self.endpoint(source)
+        endpoint = self.endpoint(source, lang)
         if endpoint is None:
-            raise gr.Error(label("load_pick_served", lang))
+            raise gr.Error(label("load_pick_served", lang), title=say("error_title", lang))
         text = prompt if isinstance(prompt, str) and prompt.strip() else "Explain in two sentences why the sky is blue."
         try:
             result = load_sweep(endpoint, text, max_tokens=32, rounds=1, slo=Slo(*environment.slo_ms()),
                                 budget_s=90, progress=lambda f, d: progress(f, desc=d))
             return (gr.Plot(served_load.load_chart(result, lang=lang), visible=True),
                     gr.Dataframe(served_load.load_table(result, lang=lang), visible=True))
-        except (EngineError, ValueError) as exc:
+        except EngineError as exc:
+            raise refused(exc, lang) from None
+        except ValueError as exc:          # the sweep's own refusal of its arguments
             raise gr.Error(str(exc)) from None
 
     def trace_file(self, trace: Trace | None):
@@ -249,15 +235,15 @@ class Actions:
                 html.neighbors_html({"id": token.id, "text": token.text}, neighbors, lang=lang))
 
     # --- load / sweep ---------------------------------------------------------------------------
-    def load(self, path: str | None) -> Trace:
-        """A visitor's trace file, read as data only; every failure says what is wrong with it."""
-        return read_upload(path, self.engine.limits)
+    def load(self, path: str | None, lang: str = "en") -> Trace:
+        """A visitor's trace file, read as data only; every failure says (in `lang`) what is wrong with it."""
+        return read_upload(path, self.models.limits, lang)
 
     def sweep(self, prompt, model_id, lang, progress=gr.Progress()):
         text = prompt if isinstance(prompt, str) and prompt.strip() else "Hello, world! " * 4
         try:
-            rows = ttft_sweep(self.models.get(model_id), text, LENGTHS,
+            rows = ttft_sweep(self.models.get(model_id, lang), text, LENGTHS,
                               progress=lambda f, d: progress(f, desc=d))
         except EngineError as exc:
-            raise gr.Error(str(exc)) from None
+            raise refused(exc, lang) from None
         return gr.Plot(speed.ttft_vs_length_chart(rows, lang=lang), visible=True)

@@ -11,6 +11,8 @@ Every setting defaults to the engine's own default (`Settings()`), so
 `client.predict(prompt="...", api_name="/trace")` is enough. `model` picks one of the host's
 allowed models ("" is the host's default). Arguments arrive as the caller sent them (gr.api does
 no conversion), so each is checked here and a wrong one is answered with a message that names it.
+Every endpoint that can refuse takes `lang` ("en", the default, or "zh"): the language its refusals
+are said in (assets/strings/errors.json, through ui/errors.py).
 
 /trace and /compare are generators that yield after every step: when the caller disconnects or
 cancels, Gradio closes the generator at its next yield and the run stops there. One client (its
@@ -18,7 +20,6 @@ session, and its address where the host's proxy forwards one) holds at most one 
 """
 
 import dataclasses
-import math
 from collections.abc import Iterator
 
 import gradio as gr
@@ -26,10 +27,13 @@ from gradio import FileData
 
 from engine import EngineError
 from engine.host.house import HOUSE
+from engine.run.request import flag, number
 from engine.run.side_by_side import interleave
 from engine.schema.trace import Settings, Trace
 
+from .errors import refuse, refused
 from .gpu import for_tokens, on_gpu
+from .i18n import lang_of
 from .models import Models, torch_side
 from .runs import API_SLOTS, BUSY, ENGINE_CONCURRENCY, RunRefused, TraceFiles
 from .uploads import read_upload
@@ -38,29 +42,26 @@ D = Settings()
 ENGINE = {"concurrency_limit": ENGINE_CONCURRENCY, "concurrency_id": "engine"}
 
 
-def text_arg(name: str, value) -> str:
+def text_arg(name: str, value, lang: str) -> str:
     if not isinstance(value, str):
-        raise gr.Error(f"{name} must be text, got {type(value).__name__}")
+        raise refuse("not_text", lang, name=name, got=type(value).__name__)
     return value
 
 
-def flag_arg(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise gr.Error(f"{name} must be true or false, got {str(value)[:40]!r}")
-    return value
+def flag_arg(name: str, value, lang: str) -> bool:
+    try:
+        return flag(name, value)
+    except EngineError as exc:
+        raise refused(exc, lang) from None
 
 
-def number_arg(name: str, value, whole: bool = False) -> float | int:
-    """A JSON number (not true/false, not NaN or infinity); `whole` ones may be sent as 48.0."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise gr.Error(f"{name} must be a number, got {str(value)[:40]!r}")
-    if not math.isfinite(value):
-        raise gr.Error(f"{name} must be a finite number")
-    if whole:
-        if value != int(value):
-            raise gr.Error(f"{name} must be a whole number, got {value!r}")
-        return int(value)
-    return float(value)
+def number_arg(name: str, value, lang: str, whole: bool = False) -> float | int:
+    """A JSON number (not true/false, not NaN or infinity); `whole` ones may be sent as 48.0.
+    The engine checks the range (engine/run/request.py `number`, the one number check)."""
+    try:
+        return number(name, value, integer=whole)
+    except EngineError as exc:
+        raise refused(exc, lang) from None
 
 
 def file_path(file) -> str | None:
@@ -78,27 +79,29 @@ class Api:
         self.models = models
         self.files = TraceFiles()
 
-    def engine(self, model: str):
-        return self.models.get(text_arg("model", model) or None)
+    def engine(self, model: str, lang: str = "en"):
+        return self.models.get(text_arg("model", model, lang) or None, lang)
 
     def trace(self, prompt: str, max_new_tokens: int = D.max_new_tokens, temperature: float = D.temperature,
               top_k: int = D.top_k, top_p: float = D.top_p, seed: int = D.seed, attention: bool = D.attention,
               logit_lens: bool = D.logit_lens, chat_template: bool = D.chat_template, model: str = "",
-              request: gr.Request = None) -> Iterator[FileData | None]:
+              lang: str = "en", request: gr.Request = None) -> Iterator[FileData | None]:
         """Run one prompt to the end and return its Trace as a JSON file (read it with
         engine.Trace.from_json). Yields nothing (None) after each step until the last."""
+        lang = lang_of(lang)
         settings = Settings(
-            max_new_tokens=number_arg("max_new_tokens", max_new_tokens, whole=True),
-            temperature=number_arg("temperature", temperature), top_k=number_arg("top_k", top_k, whole=True),
-            top_p=number_arg("top_p", top_p), seed=number_arg("seed", seed, whole=True),
-            attention=flag_arg("attention", attention), logit_lens=flag_arg("logit_lens", logit_lens),
-            chat_template=flag_arg("chat_template", chat_template))
-        prompt = text_arg("prompt", prompt)
+            max_new_tokens=number_arg("max_new_tokens", max_new_tokens, lang, whole=True),
+            temperature=number_arg("temperature", temperature, lang),
+            top_k=number_arg("top_k", top_k, lang, whole=True), top_p=number_arg("top_p", top_p, lang),
+            seed=number_arg("seed", seed, lang, whole=True), attention=flag_arg("attention", attention, lang),
+            logit_lens=flag_arg("logit_lens", logit_lens, lang),
+            chat_template=flag_arg("chat_template", chat_template, lang))
+        prompt = text_arg("prompt", prompt, lang)
         try:
             with API_SLOTS.hold(request, BUSY):
                 # the run's cache stays on the server (bounded), so /fork of this trace reuses it
-                events = torch_side("engine.run.generate").stream_trace(self.engine(model), prompt, settings,
-                                                                    keep_cache=True)
+                events = torch_side("engine.run.generate").stream_trace(self.engine(model, lang), prompt, settings,
+                                                                        keep_cache=True)
                 try:
                     for event in events:
                         trace = event.trace
@@ -107,24 +110,24 @@ class Api:
                 finally:
                     events.close()
         except (EngineError, RunRefused) as exc:
-            raise gr.Error(str(exc)) from None
+            raise refused(exc, lang) from None
         yield as_file(self.files.write(trace))
 
     def fork(self, trace: FileData, step: int, token: int, parent: str = "",
              max_new_tokens: int = D.max_new_tokens, recompute: bool = False, model: str = "",
-             request: gr.Request = None) -> Iterator[FileData | None]:
+             lang: str = "en", request: gr.Request = None) -> Iterator[FileData | None]:
         """Continue a trace (a /trace result, or a file) from `step` with `token`, one of that
         step's stored candidates, reusing the run's KV cache for the prefix (kept on the server
         for runs it made; otherwise built once). `parent` forks a branch instead of the run.
         Returns the trace with the new branch last in `branches`; `recompute` also times the
         same first token with the prefix recomputed from scratch (branch.recompute_ms)."""
-        path = file_path(trace)
-        at, chosen = number_arg("step", step, whole=True), number_arg("token", token, whole=True)
-        new, parent = number_arg("max_new_tokens", max_new_tokens, whole=True), text_arg("parent", parent)
-        measure = flag_arg("recompute", recompute)
+        path, lang = file_path(trace), lang_of(lang)
+        at, chosen = number_arg("step", step, lang, whole=True), number_arg("token", token, lang, whole=True)
+        new = number_arg("max_new_tokens", max_new_tokens, lang, whole=True)
+        parent, measure = text_arg("parent", parent, lang), flag_arg("recompute", recompute, lang)
         try:
-            engine = self.engine(model)
-            source = read_upload(path, engine.limits)
+            engine = self.engine(model, lang)
+            source = read_upload(path, engine.limits, lang)
             with API_SLOTS.hold(request, BUSY):
                 fork = torch_side("engine.run.fork")
                 events = fork.stream_fork(engine, source, at, chosen, parent=parent, max_new_tokens=new)
@@ -139,32 +142,33 @@ class Api:
                 if measure:
                     forked = fork.measure_recompute(engine, forked, forked.branches[-1].id)
         except (EngineError, RunRefused) as exc:
-            raise gr.Error(str(exc)) from None
+            raise refused(exc, lang) from None
         yield as_file(self.files.write(forked))
 
     def compare(self, prompt: str, thinking_budget: int = 64, answer_tokens: int = 48, model: str = "",
-                request: gr.Request = None) -> Iterator[list[FileData] | None]:
+                lang: str = "en", request: gr.Request = None) -> Iterator[list[FileData] | None]:
         """One question in normal and reasoning mode, the two runs taking turns; returns
         [normal, reasoning] Trace JSON files. Each trace's times are its own mode's."""
-        prompt = text_arg("prompt", prompt)
-        budget, answer = number_arg("thinking_budget", thinking_budget, True), number_arg("answer_tokens", answer_tokens, True)
-        if budget < 0:
-            raise gr.Error(f"thinking_budget must be a whole number of at least 0, got {thinking_budget!r}")
-        if answer < 1:
-            raise gr.Error(f"answer_tokens must be a whole number of at least 1, got {answer_tokens!r}")
+        lang = lang_of(lang)
+        prompt = text_arg("prompt", prompt, lang)
+        budget = number_arg("thinking_budget", thinking_budget, lang, whole=True)
+        answer = number_arg("answer_tokens", answer_tokens, lang, whole=True)
+        for name, value, least in (("thinking_budget", budget, 0), ("answer_tokens", answer, 1)):
+            if value < least:
+                raise refuse("at_least", lang, name=name, lo=least, got=repr(value))
         try:
             with API_SLOTS.hold(request, BUSY):
-                for normal, reasoning, finished in interleave(self.engine(model), prompt, budget, answer):
+                for normal, reasoning, finished in interleave(self.engine(model, lang), prompt, budget, answer):
                     if not finished:
                         yield None
         except (EngineError, RunRefused) as exc:
-            raise gr.Error(str(exc)) from None
+            raise refused(exc, lang) from None
         yield [as_file(self.files.write(normal)), as_file(self.files.write(reasoning))]
 
-    def read_trace(self, file: FileData) -> str:
+    def read_trace(self, file: FileData, lang: str = "en") -> str:
         """Read a trace JSON file exactly as the page's upload does; returns what it holds, in one line."""
         path = file_path(file)
-        trace: Trace = read_upload(path, self.models.limits)
+        trace: Trace = read_upload(path, self.models.limits, lang_of(lang))
         s = trace.summary
         speed = (f"TTFT {s.ttft_ms:.0f} ms, TPOT {s.tpot_ms:.1f} ms, stop: {s.stop_reason}" if s else "unfinished")
         return (f"{trace.model.id} · {len(trace.prompt.tokens)} prompt tokens · {len(trace.steps)} new tokens · "

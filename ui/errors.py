@@ -1,16 +1,51 @@
-"""What a visitor sees when something fails inside the server: a fixed sentence and a short
-reference, never the exception's own text (paths, URLs, library internals). The details go to
-the server log under the same reference, so the host can find them."""
+"""What a visitor reads when something is refused or fails, in the page's language.
+
+Every refusal goes through here: an engine error that carries a `key` is said from the catalogue
+(assets/strings/errors.json, `err_<key>`, its `values` as the placeholders); one without a key
+keeps its English message. The page's and the API's own refusals name their key directly
+(`refuse`). English is the engine's own message, so the CLI, the API and the logs read the same.
+
+An unexpected failure is a fixed sentence and a short reference, never the exception's own text
+(paths, URLs, library internals). The details go to the server log under the same reference, so
+the host can find them.
+"""
 
 from __future__ import annotations
 
 import logging
 import uuid
 
-log = logging.getLogger("token_by_token")
+import gradio as gr
 
-MESSAGE = ("Something went wrong on the server (reference {ref}). Nothing you did caused it; the host "
-           "can look the reference up in the server log.")
+from viz.strings import errors
+
+log = logging.getLogger("token_by_token")
+ERRORS = errors()
+
+
+def say(key: str, lang: str, **values) -> str:
+    """The catalogue's sentence `err_<key>` in `lang`, its placeholders filled."""
+    entry = ERRORS[f"err_{key}"]
+    return (entry.get(lang) or entry["en"]).format(**values)
+
+
+def message(exc: BaseException, lang: str) -> str:
+    """What the visitor reads for `exc`: its catalogue sentence in `lang` when it has a key, else
+    its own (English) message."""
+    key = getattr(exc, "key", None)
+    if lang == "en" or not key or f"err_{key}" not in ERRORS:
+        return str(exc)
+    return say(key, lang, **exc.values)
+
+
+def refuse(key: str, lang: str, **values) -> gr.Error:
+    """A refusal of the page or the API, to raise: its sentence in `lang`, under a title in `lang`."""
+    return gr.Error(say(key, lang, **values), title=say("error_title", lang), print_exception=False)
+
+
+def refused(exc: BaseException, lang: str) -> gr.Error:
+    """An engine error as the visitor reads it (`message`), to raise."""
+    return gr.Error(message(exc, lang), title=say("error_title", lang), print_exception=False)
 
 
 def reference(where: str, exc: BaseException) -> str:
@@ -20,6 +55,6 @@ def reference(where: str, exc: BaseException) -> str:
     return ref
 
 
-def internal(where: str, exc: BaseException) -> str:
+def internal(where: str, exc: BaseException, lang: str = "en") -> str:
     """The visitor's message for an unexpected failure of `where`."""
-    return MESSAGE.format(ref=reference(where, exc))
+    return say("internal", lang, ref=reference(where, exc))

@@ -20,7 +20,7 @@ from . import lab_tab, reasoning_tab
 from .actions import Actions, status_md
 from .fork import ForkPanel, token_choices
 from .gpu import for_tokens, on_gpu, stop_cancels
-from .i18n import ASSETS, t, text
+from .i18n import ASSETS, LANGS, t, text
 from .runs import ENGINE_CONCURRENCY
 from .walkthrough import recorded
 from .views import (AVERAGE, clamp, decode_view, head_choices, kv_view, least_sure_step, prefill_view,
@@ -55,7 +55,7 @@ def first_word(trace) -> int:
 def is_recording(trace) -> bool:
     """Whether a trace is one of the walkthrough's recordings (what the chapters show before a run)."""
     return any(trace.created == r.created and trace.prompt.raw == r.prompt.raw
-               for lang in ("en", "zh") for r in (recorded(lang)["next"],))
+               for lang in LANGS for r in (recorded(lang)["next"],))
 
 
 def recording_file(lang: str) -> str:
@@ -95,15 +95,16 @@ class Explore:
                 with gr.Accordion(t("settings"), open=False):
                     self.max_new = gr.Slider(1, limits.max_new_tokens, value=APP_DEFAULTS.max_new_tokens, step=1,
                                              label=t("max_new_tokens"), elem_id="max-new")
-                    self.temperature = gr.Slider(0, 2, value=0, step=0.05, label=t("temperature_greedy"))
-                    self.top_k = gr.Slider(0, 200, value=0, step=1, label=t("top_k_off"))
-                    self.top_p = gr.Slider(0.01, 1, value=1, step=0.01, label=t("top_p_off"))
-                    self.seed = gr.Number(value=0, precision=0, label=t("seed"), minimum=0)
+                    self.temperature = gr.Slider(0, 2, value=APP_DEFAULTS.temperature, step=0.05,
+                                                 label=t("temperature_greedy"))
+                    self.top_k = gr.Slider(0, 200, value=APP_DEFAULTS.top_k, step=1, label=t("top_k_off"))
+                    self.top_p = gr.Slider(0.01, 1, value=APP_DEFAULTS.top_p, step=0.01, label=t("top_p_off"))
+                    self.seed = gr.Number(value=APP_DEFAULTS.seed, precision=0, label=t("seed"), minimum=0)
                     with gr.Row():
                         self.attention_on = gr.Checkbox(value=APP_DEFAULTS.attention, label=t("capture_attention"))
                         self.lens_on = gr.Checkbox(value=APP_DEFAULTS.logit_lens, label=t("logit_lens"),
                                                   info=t("logit_lens_info"))
-                        self.template_on = gr.Checkbox(value=True, label=t("chat_template"))
+                        self.template_on = gr.Checkbox(value=APP_DEFAULTS.chat_template, label=t("chat_template"))
             with gr.Column(scale=3):
                 self.output = gr.HTML(elem_id="output", js_on_load=CLICK_JS)
                 self.status = gr.Markdown(elem_id="status")
@@ -181,14 +182,29 @@ class Explore:
                 self.embedding_plot, self.neighbors, self.output, self.layer, self.head, self.d_layer, self.d_head,
                 self.stale, self.fork.tree, self.fork.token]
 
-    def load_file(self, path, lang):
+    def check_file(self, path, lang) -> dict:
+        """The upload's validator: a file that is not a usable trace is refused on the upload box
+        itself, in the page's language, before anything changes (ui/uploads.py says why)."""
+        try:
+            self.actions.load(path, lang)
+        except gr.Error as exc:
+            return {self.upload: gr.validate(False, exc.message)}
+        return {self.upload: gr.validate(True, "")}
+
+    def load_file(self, path, lang) -> dict:
         """A visitor's trace file: the trace, a status line that says a file is on show (its name,
         model, when and where it was recorded, then its figures), and its prompt in the box."""
-        trace = self.actions.load(path)
+        trace = self.actions.load(path, lang)
         banner = text("viewing_file", lang).format(
             name=escape(Path(path).name), model=escape(trace.model.id), date=escape(trace.created[:10]),
             device=escape(device_name(trace.model.device)))
-        return trace, f"{banner}  \n{status_md(trace, lang)}", trace.prompt.raw, trace, ROOT
+        return {self.trace: trace, self.status: f"{banner}  \n{status_md(trace, lang)}", self.prompt: trace.prompt.raw,
+                self.tree_state: trace, self.branch: ROOT}
+
+    def check_run(self, prompt, *settings_and_lang) -> dict:
+        """The run's validator (Actions.check_run): its refusal is said under the prompt box."""
+        refusal = self.actions.check_run(prompt, *settings_and_lang)
+        return {self.prompt: gr.validate(refusal is None, refusal or "")}
 
     def source_choices(self) -> list[tuple[str, str]]:
         """Where a run can go: this page's model (named after the default, which can change if it
@@ -210,27 +226,29 @@ class Explore:
         """Every chapter drawn from the trace on show, and its JSON written for download."""
         return self.render(*inputs, write_file=True)
 
-    def relabel_all(self, trace, *inputs):
+    def relabel_all(self, trace, layer, head, query, d_layer, d_head, temperature, top_k, top_p, seed, lang,
+                    tree, branch) -> dict:
         """Every chapter redrawn in the page's language (known at load, or switched); the download
         stays the file it was. Before the visitor's first run the chapters show the walkthrough's
-        recording in that language (never empty boxes), and the output area says it is one.
-        Returns the trace on show, the tree, the branch on show, then every view."""
-        lang, tree = inputs[-3], inputs[-2]
+        recording in that language (never empty boxes), and the output area says it is one, and
+        the trace, the tree and the branch on show become the recording's."""
+        controls = (layer, head, query, d_layer, d_head, temperature, top_k, top_p, seed, lang)
         # the recording follows the language, unless the visitor has forked it (keep the branches)
         if trace is None or (is_recording(trace) and not (tree and tree.branches)):
             trace = recorded(lang)["next"]
-            inputs = [*inputs[:-2], trace, ROOT]
-            return [trace, trace, ROOT, *self.render(trace, *inputs, write_file=False, recording=True)]
-        return [gr.skip()] * 3 + self.render(trace, *inputs, write_file=False)
+            return {self.trace: trace, self.tree_state: trace, self.branch: ROOT,
+                    **self.render(trace, *controls, trace, ROOT, write_file=False, recording=True)}
+        return self.render(trace, *controls, tree, branch, write_file=False)
 
     def redraw(self, *inputs):
         """Every chapter redrawn for the lineage now on show; the download stays the tree's file."""
         return self.render(*inputs, write_file=False)
 
     def render(self, trace, layer, head, query, d_layer, d_head, temperature, top_k, top_p, seed, lang, tree,
-               branch, write_file: bool, recording: bool = False):
+               branch, write_file: bool, recording: bool = False) -> dict:
+        """Every view (self.views) drawn from `trace`, as {component: update}."""
         if trace is None:
-            return [gr.skip()] * len(self.views)
+            return gr.skip()
         actions = self.actions
         last = max(len(trace.steps) - 1, 0)
         word = first_word(trace)   # the embedding opens on the visitor's first word, not <|im_start|>
@@ -245,7 +263,7 @@ class Explore:
         layers, heads = trace.model.layers, head_choices(trace.model.heads, lang)
         layer, d_layer = clamp(layer, layers - 1), clamp(d_layer, layers - 1)
         head, d_head = (h if h in [v for _, v in heads] else AVERAGE for h in (head, d_head))
-        return [*tokens_view(trace, actions.comparison(trace), word, lang),
+        return dict(zip(self.views, [*tokens_view(trace, actions.comparison(trace), word, lang),
                 *prefill_view(trace, layer, head, q, lang), *kv_view(trace, lang),
                 *decode_view(trace, last, d_layer, d_head, lang), *speed_view(trace, lang),
                 *sampling_view(trace, unsure, temperature, top_k, top_p, seed, lang),
@@ -258,32 +276,33 @@ class Explore:
                 gr.update(maximum=max(layers - 1, 1), value=layer), gr.update(choices=heads, value=head),
                 gr.update(maximum=max(layers - 1, 1), value=d_layer), gr.update(choices=heads, value=d_head),
                 gr.update(visible=False), tree_html(tree or trace, branch or ROOT, lang),
-                token_choices(trace, last, lang)]
+                token_choices(trace, last, lang)], strict=True))
 
     def wire(self) -> None:
         actions = self.actions
         settings_in = [self.max_new, self.temperature, self.top_k, self.top_p, self.seed, self.attention_on,
                        self.lens_on, self.template_on]
         run = gr.on([self.run_btn.click, self.prompt.submit], on_gpu(actions.run, for_tokens(1)),
-                    validator=actions.check_run, inputs=[self.prompt, *settings_in, self.model_id, self.source,
+                    validator=self.check_run, inputs=[self.prompt, *settings_in, self.model_id, self.source,
                                                          self.lang],
                     outputs=[self.trace, self.output, self.status, self.prompt_chips, self.stale], **ENGINE, **PRIVATE)
         run.then(lambda tr: (tr, ROOT), self.trace, [self.tree_state, self.branch], **PRIVATE).then(
             self.render_all, self.render_inputs, self.views, **PRIVATE)
         self.stop_btn.click(actions.stop, None, None, queue=False, **PRIVATE, **stop_cancels(run))
         self.upload.upload(self.load_file, [self.upload, self.lang],
-                           [self.trace, self.status, self.prompt, self.tree_state, self.branch], **PRIVATE).success(
+                           {self.trace, self.status, self.prompt, self.tree_state, self.branch},
+                           validator=self.check_file, **PRIVATE).success(
             self.render_all, self.render_inputs, self.views, **PRIVATE)
 
         # a slider redraws its heavy views when it is let go (`release`: the end of a drag, or the
         # number box left), so a drag across the answer costs one redraw, not one per tick
         prefill_in = [self.trace, self.layer, self.head, self.query, self.lang]
         gr.on([self.layer.release, self.head.input, self.query.release],
-              lambda tr, *a: prefill_view(tr, *a) if tr else [gr.skip()] * 3, prefill_in,
+              lambda tr, *a: prefill_view(tr, *a) if tr else gr.skip(), prefill_in,
               [self.prefill_facts, self.heatmap, self.head_view], trigger_mode="always_last", **PRIVATE)
         decode_out = [self.step_facts, self.candidates, self.attention_row, self.lens]
         gr.on([self.step.release, self.d_layer.release, self.d_head.input],
-              lambda tr, *a: decode_view(tr, *a) if tr else [gr.skip()] * 4,
+              lambda tr, *a: decode_view(tr, *a) if tr else gr.skip(),
               [self.trace, self.step, self.d_layer, self.d_head, self.lang], decode_out,
               trigger_mode="always_last", **PRIVATE)
 
@@ -291,7 +310,7 @@ class Explore:
             """A click on an answer token: every view that depends on the step follows it (Decode and
             Sampling), and the Decode chapter comes forward."""
             if tr is None:
-                return [gr.skip()] * 10
+                return gr.skip()
             index = clamp(int(evt.index), max(len(tr.steps) - 1, 0))
             return [gr.update(value=index), gr.update(value=index), *decode_view(tr, index, d_layer, d_head, lang),
                     *sampling_view(tr, index, temperature, top_k, top_p, seed, lang), gr.Tabs(selected="decode"),
@@ -315,7 +334,7 @@ class Explore:
 
         def pick_token(tr, lang, evt: gr.EventData):
             if tr is None:
-                return [gr.skip()] * 3
+                return gr.skip()
             return [tokens_view(tr, None, int(evt.index), lang)[0], *actions.embedding(tr, evt.index, lang)]
         self.prompt_chips.click(pick_token, [self.trace, self.lang],
                                 [self.prompt_chips, self.embedding_plot, self.neighbors], **PRIVATE)
@@ -324,7 +343,7 @@ class Explore:
                        self.lang]
         # the playground is light: its knobs redraw while they move; the step only when let go
         gr.on([self.s_step.release, self.s_temperature.input, self.s_top_k.input, self.s_top_p.input,
-               self.s_seed.input], lambda tr, *a: sampling_view(tr, *a) if tr else [gr.skip()] * 2,
+               self.s_seed.input], lambda tr, *a: sampling_view(tr, *a) if tr else gr.skip(),
               sampling_in, [self.playground, self.survivors], trigger_mode="always_last", **PRIVATE)
         self.load_btn.click(actions.load_sweep, [self.source, self.prompt, self.lang],
                             [self.load_plot, self.load_table], concurrency_limit=1, concurrency_id="served-load",

@@ -19,6 +19,7 @@ from viz import html
 from viz.fmt import fmt_bytes, fmt_ms, fmt_p, visible
 from viz.tree import tree_html
 
+from .errors import refused, say
 from .i18n import t, text
 from .models import torch_side
 
@@ -88,9 +89,9 @@ class ForkPanel:
     def branch_off(self, tree, shown, step, token, new, temperature, model_id, lang, request: gr.Request):
         """Stream one branch: (tree, branch on show, trace on show, streaming answer, note, tree view)."""
         if tree is None or not tree.steps:
-            raise gr.Error(text("fork_needs_steps", lang))
+            raise gr.Error(text("fork_needs_steps", lang), title=say("error_title", lang))
         try:
-            engine = self.actions.models.get(model_id)
+            engine = self.actions.models.get(model_id, lang)
             base = view(tree, shown).settings
             settings = dataclasses.replace(base, temperature=float(temperature or 0))
             with self.actions.flags.running(request) as flag:
@@ -111,7 +112,7 @@ class ForkPanel:
                 finally:
                     events.close()
         except EngineError as exc:
-            raise gr.Error(str(exc)) from None
+            raise refused(exc, lang) from None
         branch = forked.branches[-1].id
         shown_trace = view(forked, branch)
         # the answer area above now shows the branch; the streaming box empties
@@ -120,18 +121,19 @@ class ForkPanel:
     def measure(self, tree, shown, model_id, lang):
         """The branch on show, its first token recomputed from scratch: (tree, note, download)."""
         if tree is None or shown == ROOT:
-            raise gr.Error(text("fork_recompute_first", lang))
+            raise gr.Error(text("fork_recompute_first", lang), title=say("error_title", lang))
         try:
-            measured = torch_side("engine.run.fork").measure_recompute(self.actions.models.get(model_id), tree, shown)
+            engine = self.actions.models.get(model_id, lang)
+            measured = torch_side("engine.run.fork").measure_recompute(engine, tree, shown)
         except EngineError as exc:
-            raise gr.Error(str(exc)) from None
+            raise refused(exc, lang) from None
         return measured, result_md(measured, shown, lang), self.actions.trace_file(measured)
 
     @staticmethod
     def pick(tree, lang, evt: gr.EventData):
         """A click on a tree row: that lineage goes on show (the chapters redraw after)."""
         if tree is None:
-            return [gr.skip()] * 3
+            return gr.skip()
         rows = [ROOT] + [b.id for b in tree.branches]
         branch = rows[min(max(int(evt.index), 0), len(rows) - 1)]
         return branch, view(tree, branch), result_md(tree, branch, lang) if branch != ROOT else ""

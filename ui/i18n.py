@@ -12,9 +12,9 @@ from pathlib import Path
 import gradio as gr
 
 from viz import strings
+from viz.strings import LANGS  # noqa: F401 (the one list of languages; re-exported)
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
-LANGS = ("en", "zh")
 
 
 STRINGS = strings.page()     # assets/strings/page.json + walkthrough.json (viz/strings.py)

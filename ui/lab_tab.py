@@ -26,7 +26,7 @@ from viz import lab_serving as serving
 from viz.fmt import device_name
 from viz.labels import label
 
-from .errors import internal
+from .errors import internal, message, say
 from .gpu import ZERO_GPU, on_gpu, stop_cancels
 from .models import torch_side
 from .runs import KeptFiles, StopFlags, background
@@ -47,6 +47,8 @@ SECTIONS = (
      serving.speculative_table),
 )
 SUMMARIES = {**charts.SUMMARIES, **serving.SUMMARIES}
+# each experiment's heading: what the page says the lab is timing while a visitor's run waits (ui/actions.py)
+HEADINGS = {name: heading for name, _, heading, *_ in SECTIONS}
 RECORDED = Path(__file__).resolve().parent.parent / "assets" / "lab" / "recorded.json"
 META_KEYS = ("schema", "created", "quick", "model", "device", "dtype", "attn_implementation", "threads", "torch")
 
@@ -104,10 +106,10 @@ class LabActions:
         def experiment(results, lang, model_choice, model_id, request: gr.Request):
             """A generator: its progress shows in the section's note, and closing it (Stop on
             ZeroGPU) stops the experiment between repeats (ui/runs.background)."""
-            engine = self.models.get(model_id)           # the visitor's model
+            engine = self.models.get(model_id, lang)     # the visitor's model
             mode = lab_mode(engine.info.id)
             if mode != "on":               # hidden buttons, a hub model, or a crafted call: no run
-                raise gr.Error(label(f"lab_mode_{mode}", lang))
+                raise gr.Error(label(f"lab_mode_{mode}", lang), title=say("error_title", lang))
 
             def shown(fraction: float, text: str) -> tuple:
                 return (gr.skip(), gr.skip(), gr.skip(), label("in_progress", lang, pct=f"{fraction:.0%}", what=text),
@@ -128,9 +130,10 @@ class LabActions:
                             return torch_side("engine.lab").run_lab(engine, only=[name], cancel=flag, progress=progress)
                     new = yield from background(work, flag, shown)
             except EngineError as exc:
-                raise gr.Error(label("lab_failed", lang, error=str(exc))) from None
+                raise gr.Error(label("lab_failed", lang, error=message(exc, lang)), title=say("error_title", lang)) from None
             except Exception as exc:          # a kernel or a library failed: a reference, details in the log
-                raise gr.Error(label("lab_failed", lang, error=internal(f"lab experiment {name}", exc))) from None
+                raise gr.Error(label("lab_failed", lang, error=internal(f"lab experiment {name}", exc, lang)),
+                               title=say("error_title", lang)) from None
             merged = merge(results, new)
             extra = {"model": model_choice} if name == "roofline" else {}
             yield (merged, chart_or_notice(draw, merged, lang=lang, **extra), _table(table, merged, lang, **extra),
@@ -228,19 +231,22 @@ def build(models, model_id, lang: gr.State) -> None:
                         api_visibility="private")
 
     # the page's language became known or changed: every text and chart of the tab follows it
-    outputs = [intro, stop, export]
+    outputs = {intro, stop, export, roof["pick"]}
     for name, *_ in SECTIONS:
-        p = parts[name]
-        outputs += [p["explain"], p["run"], p["note"], p["plot"], p["frame"]]
-    outputs.append(roof["pick"])
+        outputs |= {parts[name][k] for k in ("explain", "run", "note", "plot", "frame")}
 
-    def relabel(r, lang_v, model):
-        updates = [intro_md(lang_v), gr.update(value=label("lab_stop", lang_v)),
-                   gr.update(label=label("lab_export", lang_v))]
+    def relabel(r, lang_v, model) -> dict:
+        updates = {intro: intro_md(lang_v), stop: gr.update(value=label("lab_stop", lang_v)),
+                   export: gr.update(label=label("lab_export", lang_v)),
+                   roof["pick"]: gr.update(label=label("lab_model_pick", lang_v))}
         for name, short, heading, explain, draw, table in SECTIONS:
+            p = parts[name]
             chart, frame, note = section_views(r, name, draw, table, lang_v, model)
-            updates += [explain_md(heading, explain, lang_v), gr.update(value=label("lab_run", lang_v)), note,
-                        chart if chart is not None else gr.skip(), frame if frame is not None else gr.skip()]
-        updates.append(gr.update(label=label("lab_model_pick", lang_v)))
+            updates.update({p["explain"]: explain_md(heading, explain, lang_v),
+                            p["run"]: gr.update(value=label("lab_run", lang_v)), p["note"]: note})
+            if chart is not None:
+                updates[p["plot"]] = chart
+            if frame is not None:
+                updates[p["frame"]] = frame
         return updates
     lang.change(relabel, [results, lang, roof["pick"]], outputs, queue=False, api_visibility="private")

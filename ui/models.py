@@ -17,14 +17,12 @@ from collections import OrderedDict
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING
 
-import gradio as gr
-
 from engine import environment
 from engine.errors import EngineError
 from engine.environment import Limits
 from engine.schema.specs import EMBEDDED
 
-from .errors import internal, reference
+from .errors import internal, reference, refuse
 from .gpu import ZERO_GPU
 
 if TYPE_CHECKING:
@@ -120,18 +118,18 @@ class Models:
     def loaded(self) -> bool:
         return self._ready.is_set() and self._failed is None
 
-    def wait(self) -> None:
+    def wait(self, lang: str = "en") -> None:
         """Until the default model is loaded (the page may be up before it is)."""
         self._ready.wait()
         if self._failed is not None:
-            raise gr.Error("the model failed to load; see the server log") from None
+            raise refuse("model_failed", lang) from None
 
-    def get(self, model_id: str | None) -> Engine:
-        """The engine for an allowed model, loading it on first use."""
-        self.wait()
+    def get(self, model_id: str | None, lang: str = "en") -> Engine:
+        """The engine for an allowed model, loading it on first use; a refusal is said in `lang`."""
+        self.wait(lang)
         model_id = model_id or self.default
         if model_id not in self.allowed:
-            raise gr.Error(f"{model_id!r} is not one of the models this page offers")
+            raise refuse("model_not_offered", lang, model=repr(model_id)[:80])
         with self._lock:
             if model_id in self.engines:
                 self.engines.move_to_end(model_id)
@@ -144,7 +142,8 @@ class Models:
             try:
                 engine = load_engine(model_id)
             except EngineError as exc:
-                raise gr.Error(f"cannot load {model_id}: {internal(f'loading {model_id}', exc)}") from None
+                raise refuse("model_cannot_load", lang, model=model_id,
+                             reason=internal(f"loading {model_id}", exc, lang)) from None
             with self._lock:
                 self.engines[model_id] = engine
                 self._loading.pop(model_id, None)

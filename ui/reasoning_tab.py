@@ -18,16 +18,16 @@ from viz.fmt import device_name
 from viz.labels import label
 from viz.notice import notice_chart
 
+from .errors import refuse, refused
 from .gpu import ZERO_GPU, for_tokens, on_gpu, stop_cancels
-from .i18n import t, text
+from .i18n import LANGS, t, text
 from .walkthrough import prompt_of, recorded, verdict_md
-from .runs import ENGINE_CONCURRENCY, KeptFiles, StopFlags, background
+from .runs import ENGINE_CONCURRENCY, STREAM_INTERVAL_S, KeptFiles, StopFlags, background
 
 RECORDED = Path(__file__).resolve().parent.parent / "assets" / "eval" / "smollm2-cpu.json"
-EXAMPLES = [["What is 17 + 25?"], ["Tom has 5 apples and buys 7 more. How many apples does he have now?"],
-            ["小明有 12 个苹果，吃掉了 5 个，还剩几个？"], ["今天是星期三，两天后是星期几？"]]
+# the examples are built-in questions (engine/bench/evaluation.py), so each one's answer is checked
+EXAMPLES = [[q.text] for q in QUESTIONS if q.id in ("add", "apples", "zh-apples", "zh-day")]
 BUDGETS = [0, 16, 32, 64, 128, 256]
-STREAM_INTERVAL_S = 0.15
 
 
 class ReasoningTab:
@@ -40,7 +40,7 @@ class ReasoningTab:
         shown = 0.0
         try:
             with self.flags.running(request) as flag:
-                engine = self.models.get(model_id)
+                engine = self.models.get(model_id, lang)
                 for normal, reasoning, finished in interleave(engine, prompt, budget, answer_tokens, flag):
                     if not finished and time.monotonic() - shown < STREAM_INTERVAL_S:
                         continue
@@ -52,14 +52,14 @@ class ReasoningTab:
                            # a built-in question is checked against its answer (else nothing is said)
                            verdict_md(normal, reasoning, lang) if finished else "", False)
         except EngineError as exc:
-            raise gr.Error(str(exc)) from None
+            raise refused(exc, lang) from None
 
     def run_eval(self, budgets, limit, model_id, lang, request: gr.Request):
         """A generator: progress shows under the button, and closing it (Stop on ZeroGPU) stops the
         evaluation between questions (ui/runs.background)."""
         if not budgets:
-            raise gr.Error("choose at least one thinking budget")
-        engine = self.models.get(model_id)
+            raise refuse("no_budget", lang)
+        engine = self.models.get(model_id, lang)
 
         def shown(fraction: float, what: str) -> tuple:
             return (gr.skip(), gr.skip(), gr.skip(), gr.skip(),
@@ -77,7 +77,7 @@ class ReasoningTab:
                         {"budgets": chosen, "limit": int(limit)}, model=engine.info.id, progress=progress, cancel=flag)
                 result = yield from background(work, flag, shown)
         except EngineError as exc:
-            raise gr.Error(str(exc)) from None
+            raise refused(exc, lang) from None
         yield (result, *self.eval_views(result, lang), self.exports.write_json(result), "")
 
     @staticmethod
@@ -168,7 +168,7 @@ def build(models, model_id, lang) -> None:
         question the visitor typed stays)."""
         if not on:
             return [gr.skip()] * 6
-        ours = question in {prompt_of(other, "question") for other in ("en", "zh")}
+        ours = question in {prompt_of(other, "question") for other in LANGS}
         return [*recording_values(lg), prompt_of(lg, "question") if ours else gr.skip()]
     lang.change(relabel, [on_recording, prompt, lang], [normal_html, reasoning_html, table, timeline, note, prompt],
                 queue=False, api_visibility="private")

@@ -15,6 +15,9 @@ from engine.schema.trace import Trace
 
 # Runs that may be in flight on the one shared engine; their steps interleave under its lock.
 ENGINE_CONCURRENCY = environment.concurrency()
+# How often a streaming run redraws the page (Explore and the reasoning comparison): ~10 times a
+# second is enough to read, and a redraw per token would cost more than the token.
+STREAM_INTERVAL_S = 0.1
 
 
 class StopFlags:
@@ -101,7 +104,8 @@ class ClientSlots:
 
 
 class RunRefused(Exception):
-    """A client asked for a second run while its first is in flight."""
+    """A client asked for a second run while its first is in flight (said as err_busy)."""
+    key, values = "busy", {}
 
 
 API_SLOTS = ClientSlots()          # shared by /trace and /compare

@@ -5,26 +5,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import gradio as gr
-
 from engine import EngineError
 from engine.environment import Limits
 from engine.schema.trace import Trace
 from engine.schema.validate import read_trace
 
+from .errors import message, refuse
 
-def read_upload(path: str | None, limits: Limits) -> Trace:
-    """The trace in the file at `path`; every failure is a gr.Error that says what is wrong with it."""
+
+def read_upload(path: str | None, limits: Limits, lang: str = "en") -> Trace:
+    """The trace in the file at `path`; every failure is a gr.Error that says, in `lang`, what is
+    wrong with it."""
     if not path or not isinstance(path, str):
-        raise gr.Error("choose a trace JSON file to load")
+        raise refuse("upload_none", lang)
     cap = limits.max_upload_bytes
     try:
         size = Path(path).stat().st_size
     except OSError:
-        raise gr.Error("the uploaded file could not be read; upload it again") from None
+        raise refuse("upload_unreadable", lang) from None
     if size > cap:
-        raise gr.Error(f"that file is {size / 1e6:.0f} MB; traces up to {cap / 1e6:.0f} MB can be loaded")
+        raise refuse("upload_too_big", lang, mb=f"{size / 1e6:.0f}", cap=f"{cap / 1e6:.0f}")
     try:
         return read_trace(Path(path).read_bytes(), limits)
     except EngineError as exc:
-        raise gr.Error(f"this file is not a usable trace: {exc}") from None
+        raise refuse("trace_unusable", lang, reason=message(exc, lang)) from None

@@ -25,6 +25,7 @@ from viz.fmt import device_name
 from viz.sampling import playground_chart
 from viz.theme import presentable
 
+from .errors import refused
 from .gpu import on_gpu
 from .i18n import ASSETS, t, text
 from .lab_tab import recorded_results
@@ -170,7 +171,7 @@ class Walkthrough:
             return [gr.skip(), *out]
 
         try:
-            engine = self.models.get(model_id)
+            engine = self.models.get(model_id, lang)
             traces = dict(recorded(lang))
             events = torch_side("engine.run.generate").stream_trace(engine, prompt_of(lang), Settings(
                 max_new_tokens=NEXT_TOKENS, chat_template=False, attention=True, logit_lens=True))
@@ -188,7 +189,7 @@ class Walkthrough:
                 else:
                     yield streaming(traces, (6,), done + len(normal.steps) + len(reasoning.steps))
         except EngineError as exc:
-            raise gr.Error(str(exc)) from None
+            raise refused(exc, lang) from None
 
 
 def build(models, actions, lang, present, model_id) -> list:

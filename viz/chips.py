@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 
-from engine.schema.trace import PromptToken, Step, Trace
+from engine.schema.trace import STOP_REASONS, PromptToken, Step, Trace
 
 from .fmt import HEX_FRAGMENT, WHITESPACE_SIGNS, esc, fmt_p, visible
-from .labels import LABELS, label
+from .labels import label
 
 PALETTE = ("#fde2b3", "#c9e4ff", "#d4f1d0", "#f9d0e0", "#e3d7fb",
            "#fff1a8", "#cdeff0", "#ffd8c2", "#dfe8c4", "#eadfd0")
@@ -212,7 +212,11 @@ def output_html(trace: Trace, selected: int | None = None, lang: str = "en") -> 
     return f'<div class="tbt tbt-output">{body}<div class="tbt-legend">{foot}</div></div>'
 
 
+def stop_words(reason: str, lang: str) -> str:
+    """A stop reason (engine.schema.trace.STOP_REASONS) in words; anything else as it is."""
+    return label(f"stop_{reason}", lang) if reason in STOP_REASONS else reason
+
+
 def stop_text(reason: str, lang: str) -> str:
     """Why generation stopped, in words ("eos" -> "stopped: the model ended its answer")."""
-    key = f"stop_{reason}"
-    return label("stop_line", lang, reason=label(key, lang) if key in LABELS else reason)
+    return label("stop_line", lang, reason=stop_words(reason, lang))
