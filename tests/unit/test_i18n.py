@@ -10,8 +10,10 @@ from viz import strings
 from viz.labels import LABELS
 from tests.paths import ROOT
 
+ERRORS = strings.errors()
 
-@pytest.mark.parametrize("table", [STRINGS, LABELS], ids=["page", "charts"])
+
+@pytest.mark.parametrize("table", [STRINGS, LABELS, ERRORS], ids=["page", "charts", "errors"])
 def test_every_key_has_both_languages(table):
     missing = [k for k, v in table.items() if not (v.get("en", "").strip() and v.get("zh", "").strip())]
     assert not missing, missing
@@ -24,7 +26,7 @@ TERMS = {"token", "logit", "top_p", "lab_unavailable"}   # technical terms and p
 
 
 def test_chinese_is_chinese():
-    for key, v in {**STRINGS, **LABELS}.items():
+    for key, v in {**STRINGS, **LABELS, **ERRORS}.items():
         if re.search(r"[A-Za-z]{4,}", v["en"]) and key not in TERMS:
             assert re.search(r"[\u4e00-\u9fff]", v["zh"]), f"{key}: zh text has no Chinese: {v['zh']!r}"
 
@@ -79,3 +81,28 @@ def test_no_strings_outside_the_catalogue():
     root = ROOT
     assert not (root / "assets" / "i18n.json").exists() and not (root / "assets" / "walkthrough.json").exists()
     assert not list((root / "viz").glob("labels_*.py"))
+
+
+def test_a_refusal_is_said_in_chinese_with_chinese_punctuation():
+    """The engine's refusals carry a key; ui/errors.py says them from the catalogue in the page's
+    language, and in English as the engine's own message."""
+    from engine.environment import Limits
+    from engine.errors import InvalidRequest, TraceFormatError
+    from engine.run.request import clean_prompt, number
+    from engine.schema.validate import read_trace
+    from ui.errors import message
+    refusals = []
+    for call in (lambda: clean_prompt(" ", Limits()), lambda: clean_prompt("x" * 30_000, Limits()),
+                 lambda: number("top_p", 0.0, 0, 1, lo_open=True), lambda: number("seed", "many"),
+                 lambda: read_trace(b"\x89PNG"), lambda: read_trace('{"schema": "someone-else"}')):
+        with pytest.raises((InvalidRequest, TraceFormatError)) as info:
+            call()
+        refusals.append(info.value)
+    for exc in refusals:
+        assert f"err_{exc.key}" in ERRORS, exc
+        assert ERRORS[f"err_{exc.key}"]["en"].format(**exc.values) == message(exc, "en") == str(exc)
+        zh = message(exc, "zh")
+        assert re.search(r"[\u4e00-\u9fff]", zh) and zh != str(exc), zh
+    for key, v in ERRORS.items():
+        assert not re.search(r"[\"']|[\u4e00-\u9fff][,.:;()]|[,.:;()][\u4e00-\u9fff]",
+                             re.sub(r"\{\w+\}", "", v["zh"])), (key, v["zh"])
