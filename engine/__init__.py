@@ -8,7 +8,7 @@ import importlib
 
 _EXPORTS = {
     "Engine": "model.core", "EngineError": "errors", "InvalidRequest": "errors", "ModelLoadError": "errors",
-    "TraceFormatError": "errors", "Event": "run.generate", "run_trace": "run.generate",
+    "TraceFormatError": "errors", "Event": "run.record", "run_trace": "run.generate",
     "stream_trace": "run.generate", "EMBEDDED": "schema.specs", "load": "model.loading",
     "Limits": "environment", "SCHEMA": "schema.trace", "Settings": "schema.trace", "Trace": "schema.trace",
 }

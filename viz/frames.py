@@ -16,7 +16,6 @@ from .fmt import short, visible
 from .labels import label
 
 MIN_WEIGHT = 1e-3  # attention cells below this are not drawn (keeps a 256-token map small)
-BYTES_PER_VALUE = {"float32": 4, "float": 4, "float64": 8, "bfloat16": 2, "float16": 2, "half": 2}
 
 
 def token_label(i: int, text: str, limit: int = 14) -> str:
@@ -173,19 +172,6 @@ def steps_frame(trace: Trace) -> pd.DataFrame:
         "entropy_model": s.entropy_model, "p_model": s.chosen_p_model, "kv_tokens": s.kv_tokens,
         "kv_bytes": s.kv_bytes, "phase": s.phase, "forced": s.forced,
     } for s in trace.steps], columns=columns)
-
-
-# --- KV cache -------------------------------------------------------------------------------
-
-def kv_bytes_per_token(trace: Trace) -> int:
-    """2 (K and V) x layers x kv_heads x head_dim x bytes per value."""
-    m = trace.model
-    return 2 * m.layers * m.kv_heads * m.head_dim * bytes_per_value(m.dtype)
-
-
-def bytes_per_value(dtype: str) -> int:
-    """Bytes of one cached number for a dtype name ("float32", "torch.bfloat16", ...)."""
-    return BYTES_PER_VALUE.get(dtype.removeprefix("torch."), 4)
 
 
 def rows_frame(rows: list[dict], required: tuple[str, ...], lang: str) -> pd.DataFrame:

@@ -27,7 +27,7 @@ def kv_growth_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
         raise ValueError(label("err_no_steps", lang))
     if trace.served and not trace.model.layers:
         raise ValueError(label("err_served_kv_unknown", lang))
-    per_token = frames.kv_bytes_per_token(trace)
+    per_token = trace.model.kv_bytes(1)
     unit, divisor = bytes_unit(max(steps["kv_bytes"].max(), per_token * steps["kv_tokens"].max()))
     measured, formula = label("measured", lang), label("formula", lang)
     points = steps.assign(source=measured, value=steps["kv_bytes"] / divisor,
@@ -38,7 +38,7 @@ def kv_growth_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
     m = trace.model
     title = alt.Title(label("kv_title_served" if trace.served else "kv_title", lang), subtitle=[label(
         "kv_sub", lang, layers=m.layers, kv_heads=m.kv_heads, head_dim=m.head_dim,
-        bpv=frames.bytes_per_value(m.dtype), per_token=fmt_bytes(per_token))] + (
+        bpv=m.bytes_per_value, per_token=fmt_bytes(per_token))] + (
         [label("kv_sub_served", lang, dtype=m.dtype)] if trace.served else []))
     x = alt.X("kv_tokens:Q", title=label("kv_tokens_axis", lang))
     y = alt.Y("value:Q", title=label("kv_bytes_axis", lang, unit=unit))

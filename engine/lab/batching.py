@@ -83,14 +83,13 @@ def summarize(engine: Engine, runs: dict[int, list[float]], machine: dict | None
               size: dict, partial: bool) -> dict:
     info = engine.info
     context = prompt_tokens + size["steps"]
-    bytes_per_value = max(info.parameter_bytes // max(info.parameters, 1), 1)
     rows = []
     for b, ms in runs.items():
         if not ms:
             continue
         step = statistics.median(ms)
         flops = 2 * info.parameters * b
-        kv = 2 * info.layers * info.kv_heads * info.head_dim * bytes_per_value * context * b
+        kv = info.kv_bytes(context) * b
         moved = info.parameter_bytes + kv
         row = {"batch": b, "step_ms": spread(ms), "tokens_per_s": b / step * 1000, "tpot_ms": step,
                "flops": flops, "bytes": moved, "intensity": flops / moved}

@@ -111,7 +111,7 @@ def run(engine: Engine, quick: bool = False, progress=None, cancel: threading.Ev
     fa2_missing = flash_attention_status(engine)
     impls = ["eager", "sdpa"] + ([FA2] if fa2_missing is None else [])
     cfg = engine.model.config.get_text_config()
-    value_bytes = dtype_bytes(str(engine.model.dtype).removeprefix("torch."))
+    value_bytes = dtype_bytes(str(engine.model.dtype))
     steps = Steps(progress, cancel, total=len(lengths) * len(impls) * (1 + repeats))
     rows, skipped, partial, last_cost = [], [], False, 0.0
     tolerance = 1e-3 if engine.model.dtype == torch.float32 else 5e-2

@@ -15,9 +15,6 @@ nf4, fp32, ...) so a slow moment of the machine hits them all alike. All run pla
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import logging
 import threading
 from contextlib import nullcontext
 
@@ -25,10 +22,11 @@ import torch
 
 from engine.model.core import Engine
 from engine.errors import InvalidRequest
-from engine.model.loading import EMBEDDED, embedded_gguf, load
+from engine.model.loading import EMBEDDED, embedded_gguf
 from engine.schema.trace import Settings
 from engine.lab import int8_weight_only
-from engine.lab.measure import Steps, Stopped, attention, greedy_timing, is_cuda, medians, release
+from engine.lab.formats import KERNEL, Unavailable, bitsandbytes_version, obtain, quiet_bitsandbytes
+from engine.lab.measure import Steps, Stopped, attention, greedy_timing, medians, release
 
 PROMPT = "Explain in two sentences why the sky is blue."
 # The fixed texts the quality numbers are measured on: prose, a story, Chinese, code.
@@ -43,16 +41,7 @@ QUALITY_TEXTS = (
 FORMATS = ("fp32", "bf16", "int8", "nf4")
 OPT_IN = (int8_weight_only.NAME,)     # measured only when asked for (`lab --weight-formats`)
 SIZES = {False: {"new_tokens": 16, "repeats": 3}, True: {"new_tokens": 4, "repeats": 2}}
-KERNEL = "sdpa"
 HELD_FOR = "weights"   # the experiment's name: the page says it in its own language
-
-
-class Unavailable(Exception):
-    """This format cannot run on this device; `code` names the case for the page, the message says why."""
-
-    def __init__(self, code: str, reason: str):
-        super().__init__(reason)
-        self.code = code
 
 
 # --- quality: real forward passes, compared position by position ------------------------------
@@ -84,67 +73,6 @@ def timing_summary(runs: list[dict]) -> dict:
     tpot = [sum(r["step_ms"]) / len(r["step_ms"]) for r in runs if r["step_ms"]]
     rate = [len(r["tokens"]) / (r["ttft_ms"] + sum(r["step_ms"])) * 1000 for r in runs]
     return medians(ttft_ms=[r["ttft_ms"] for r in runs], tpot_ms=tpot, tokens_per_s=rate)
-
-
-# --- the models -------------------------------------------------------------------------------
-@contextlib.contextmanager
-def quiet_bitsandbytes():
-    """bitsandbytes logs one line per int8 matmul on fp32 inputs; keep the log readable."""
-    logger = logging.getLogger("bitsandbytes")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
-def _compute_dtype(engine: Engine) -> torch.dtype:
-    return torch.bfloat16 if is_cuda(engine.device) else torch.float32
-
-
-def quantization_config(fmt: str, engine: Engine):
-    if importlib.util.find_spec("bitsandbytes") is None:
-        raise Unavailable("bnb_missing", "the bitsandbytes package is not installed")
-    from transformers import BitsAndBytesConfig
-    if fmt == "int8":
-        return BitsAndBytesConfig(load_in_8bit=True)
-    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                              bnb_4bit_compute_dtype=_compute_dtype(engine))
-
-
-def obtain(engine: Engine, fmt: str):
-    """(model, shared): the engine's own model when it already is that format, else a fresh copy."""
-    own = engine.info.quantization in (None, "gguf-q4_1 (dequantized)")
-    if fmt == int8_weight_only.NAME:
-        model, _ = obtain(engine, "bf16")
-        if model is engine.model:      # never quantize the engine's own model in place
-            raise Unavailable("load", "the engine's model is bf16 already; load it as fp32 to compare")
-        return int8_weight_only.quantize(model), False
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}.get(fmt)
-    if own and dtype is not None and engine.model.dtype == dtype:
-        return engine.model, True
-    if not is_cuda(engine.device) and fmt == "bf16" and not _cpu_bf16_ok():
-        raise Unavailable("bf16_cpu", "this CPU and PyTorch build cannot run bfloat16 matmuls")
-    kwargs = {"device": str(engine.device), "attn_implementation": KERNEL}
-    try:
-        if dtype is not None:
-            loaded = load(engine.info.id, dtype="float32" if fmt == "fp32" else "bfloat16", **kwargs)
-        else:
-            loaded = load(engine.info.id, dtype="float32" if not is_cuda(engine.device) else "bfloat16",
-                          quantization_config=quantization_config(fmt, engine),
-                          device_map=str(engine.device), **kwargs)
-    except Exception as exc:             # EngineError, or a library's own error on this device
-        raise Unavailable("load", f"it could not be loaded here: {str(exc)[:300]}") from None
-    return loaded.model, False
-
-
-def _cpu_bf16_ok() -> bool:
-    try:
-        x = torch.ones(4, 4, dtype=torch.bfloat16)
-        return bool((x @ x)[0, 0] == 4)
-    except RuntimeError:
-        return False
 
 
 def gguf_reference(engine: Engine) -> dict | None:
@@ -213,13 +141,6 @@ def run(engine: Engine, quick: bool = False, progress=None, cancel: threading.Ev
                 "logits at every position of the fixed texts against fp32; timed: forward passes "
                 "only, formats interleaved, the engine held exclusively",
     }
-
-
-def bitsandbytes_version() -> str | None:
-    if importlib.util.find_spec("bitsandbytes") is None:
-        return None
-    from importlib.metadata import version
-    return version("bitsandbytes")
 
 
 def measure(engine: Engine, models: dict[str, tuple], rows: dict[str, dict], texts: list[list[int]],

@@ -27,11 +27,12 @@ from transformers import DynamicCache
 from engine.schema.branches import ROOT, find, lineage
 from engine.model.clock import now_ms
 from engine.errors import InvalidRequest
-from engine.run.generate import Event, Run, ms3, summarize
+from engine.run.generate import Run
 from engine.model.hooks import Capture
 from engine.run.kv_cache import cache_bytes
+from engine.run.record import Clocks, Event, make_step, ms3, summarize
 from engine.run.request import check_settings
-from engine.run.sampling import pick, warpers
+from engine.run.sampling import Choice, pick, warpers
 from engine.schema.trace import Branch, Settings, Step, Trace
 
 
@@ -55,7 +56,7 @@ class BranchRun(Run):
     def __init__(self, engine, view_trace: Trace, ids: list[int], start: float, cancel: threading.Event,
                  cache: DynamicCache, copy_ms: float, forced: Step):
         super().__init__(engine, view_trace, ids, start, cancel)
-        self.cache, self.capture_attention = cache, False
+        self.cache, self.attention.on = cache, False
         self.reason = "cancelled"   # why the branch stopped; a branch closed early stays "cancelled"
         # bring the text decoder and the thinking tracker to where the lineage left them
         special = engine.token_bytes.special_ids
@@ -124,21 +125,19 @@ def stream_fork(engine, trace: Trace, at: int, token: int, parent: str = ROOT,
                              f"{engine.info.context_length:,}")
 
     key = trace_key(trace)
-    cached, rebuilt_ms = engine.prefixes.get((key, parent or "root")), None
+    cached, rebuilt_ms = engine.prefixes.get((key, parent or ROOT)), None
     if cached is None or cached.get_seq_length() < len(prefix):
         cached, rebuilt_ms = rebuild(engine, trace, steps)
-        engine.prefixes.keep((key, parent or "root"), cached)
+        engine.prefixes.keep((key, parent or ROOT), cached)
     begin = now_ms(engine.device)
     with engine.lock:
         cache = cropped_copy(engine, cached, len(prefix))
     copy_ms = now_ms(engine.device) - begin
     rank, c = chosen
-    forced = Step(index=at, id=token, token=engine.text_of(token), text="",
-                  bytes_hex=engine.token_bytes.bytes_of(token).hex(), phase="answer", forced=True,
-                  ms=ms3(copy_ms), t_ms=ms3(copy_ms), forward_ms=0.0, candidates=source.candidates,
-                  chosen_rank=rank, chosen_p_model=c.p_model, chosen_p_final=c.p_final,
-                  entropy=source.entropy, entropy_model=source.entropy_model, kv_tokens=len(prefix),
-                  kv_bytes=cache_bytes(cache))
+    # the chosen token, in place without a pass: the copy is its time (the price of reuse)
+    choice = Choice(token, source.candidates, rank, c.p_model, c.p_final, source.entropy, source.entropy_model)
+    forced = make_step(at, token, engine.text_of(token), engine.token_bytes.bytes_of(token), "", choice,
+                       Clocks(ms=copy_ms, t_ms=copy_ms), len(prefix), cache_bytes(cache), forced=True)
     view_trace = dataclasses.replace(trace, steps=[*steps[:at]], summary=None, attention=None, branches=[],
                                      settings=dataclasses.replace(branch_settings,
                                                                   max_new_tokens=at + 1 + new))

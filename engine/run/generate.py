@@ -14,31 +14,23 @@ waiting (another run's pass, the lab, a reader that pauses the generator) are st
 from __future__ import annotations
 
 import threading
-import uuid
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Generator
 
 import torch
 from transformers import DynamicCache
 
+from engine.compiled.fast import MAIN, bucket_for, to_dynamic
 from engine.model.clock import now_ms
 from engine.model.core import Engine, Pass
-from engine.compiled.fast import MAIN, bucket_for, to_dynamic
 from engine.model.hooks import Capture
+from engine.model.tokens import TextStream
+from engine.schema.branches import ROOT
 from engine.run.kv_cache import cache_bytes, cache_tokens
-from engine.schema.packed import PackedRows
-from engine.run.reasoning import Thinking, reasoning_on, template_text
+from engine.run.reasoning import Thinking, template_text
+from engine.run.record import AttentionRows, Clocks, Event, Seen, make_step, ms3, new_trace, summarize
 from engine.run.request import check_length, check_settings, clean_prompt
 from engine.run.sampling import describe, pick, warpers
-from engine.model.tokens import TextStream, prompt_tokens
-from engine.schema.trace import Attention, Observation, Prefill, Prompt, Settings, Step, Summary, Trace
-
-
-@dataclass
-class Event:
-    kind: str       # "tokens" | "prefill" | "step" | "done"
-    trace: Trace
+from engine.schema.trace import Prefill, Settings, Trace
 
 
 def stream_trace(engine: Engine, prompt: str, settings: Settings | None = None,
@@ -50,16 +42,7 @@ def stream_trace(engine: Engine, prompt: str, settings: Settings | None = None,
     templated = template_text(engine, prompt, settings, engine.thinking_style)
     ids = engine.encode(templated, templated=settings.chat_template)
     check_length(len(ids), settings, engine.limits, engine.info.context_length)
-    trace = Trace(
-        model=engine.info, settings=settings,
-        prompt=Prompt(raw=prompt, templated=templated,
-                      tokens=prompt_tokens(engine.token_bytes, templated, ids),
-                      raw_token_count=len(engine.encode(prompt, templated=True))),
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"), run_id=uuid.uuid4().hex[:12],
-        reasoning=engine.thinking_style if reasoning_on(settings) else None,
-        observation=Observation(kernel=engine.kernel(Capture(attention=settings.attention)),
-                                attention=engine.capture_via if settings.attention else None,
-                                logit_lens=settings.logit_lens))
+    trace = new_trace(engine, prompt, templated, ids, settings)
     run = Run(engine, trace, ids, start, cancel or threading.Event())
     run.keep_cache = keep_cache and settings.use_cache
     return run.events()
@@ -91,8 +74,7 @@ class Run:
         self.last_ready = start                    # wall clock when the previous token was ready
         self.clock = self.tokenized_at - start     # the model's clock: its own work only
         self.forced: tuple[int, str] | None = None  # a token the engine inserts at this step
-        self.attention_bytes = 0
-        self.capture_attention = s.attention
+        self.attention = AttentionRows(trace, s.attention, engine.limits.attention_max_bytes)
         self.thinking = Thinking(engine, s, engine.thinking_style, trace.prompt.templated)
         self.keep_cache = False     # keep the finished run's cache for forking (engine.prefixes)
         self.fast: str | None = None   # the compiled graph ("plain" | "watch") the decode steps run, or None
@@ -110,7 +92,7 @@ class Run:
             self.finish(reason)
             if self.keep_cache and self.cache is not None:
                 cache = self.cache if self.fast is None else to_dynamic(self.cache, self.engine.model.config)
-                self.engine.prefixes.keep((trace.run_id, "root"), cache)
+                self.engine.prefixes.keep((trace.run_id, ROOT), cache)
             yield Event("done", trace)
             return trace
         finally:                      # closed early (GeneratorExit) or failed: keep the partial trace
@@ -142,7 +124,7 @@ class Run:
         """One forward pass over every prompt token; its logits give the first new token."""
         self.note_compile()
         limits, n = self.engine.limits, len(self.ids)
-        mapped = min(n, limits.attention_prompt_tokens) if self.capture_attention else 0
+        mapped = min(n, limits.attention_prompt_tokens) if self.attention.on else 0
         capture = self.capture(map_tokens=mapped)
         out = self.engine.forward(torch.tensor([self.ids]), self.cache, capture)
         self.trace.prefill = Prefill(tokens=n, tokenize_ms=ms3(self.tokenized_at - self.start), ms=ms3(out.ms),
@@ -156,7 +138,7 @@ class Run:
         if fast is None or self.cache is None or fast.device != self.engine.device:
             return
         bucket = bucket_for(len(self.ids) + s.max_new_tokens, self.engine.info.context_length)
-        variant = "watch" if self.capture_attention or s.logit_lens else "plain"
+        variant = "watch" if self.attention.on or s.logit_lens else "plain"
         if not fast.acquire(variant, bucket):
             return
         self.fast = variant                 # released when the run ends (events' finally)
@@ -188,49 +170,17 @@ class Run:
 
     def capture(self, map_tokens: int = 0) -> Capture:
         s = self.trace.settings
-        return Capture(attention=self.capture_attention, lens=s.logit_lens, map_tokens=map_tokens)
+        return Capture(attention=self.attention.on, lens=s.logit_lens, map_tokens=map_tokens)
 
-    # --- bookkeeping --------------------------------------------------------------------------
+    # --- after each pass: pick, observe, record, stop -----------------------------------------
     def emit(self, out: Pass, capture: Capture) -> str | None:
         """Choose a token from the pass's logits, record the step, and say why to stop (None: go on)."""
-        engine, s = self.engine, self.trace.settings
-        picked_from = now_ms(engine.device)
+        picked_from = now_ms(self.engine.device)
         token, logp_final = self.pick(out.logits)
-        sampled = now_ms(engine.device)            # the model's part of this step ends here
-        forced = self.forced
-        choice = describe(out.logits, token, logp_final, s, engine.text_of)
-        self.ids.append(token)
-        raw = engine.token_bytes.bytes_of(token)
-        special = token in engine.token_bytes.special_ids
-        text = "" if special else self.text.push(raw)
-        phase = self.thinking.phase_of(engine.text_of(token) if special else text,
-                                       forced[1] if forced else None)
-        lens = engine.lens(capture, out.logits) if capture.lens else None
-        self.keep_attention_row(capture)
-        ready = now_ms(engine.device)
-        first = not self.trace.steps
-        # the model's clock advances by each step's rounded time, so the steps add up to it exactly
-        model_ms = ms3((self.clock if first else 0.0) + out.ms + (sampled - picked_from))  # step 0: TTFT
-        self.clock = model_ms if first else self.clock + model_ms
-        observe_ms = out.capture_ms + (ready - sampled)
-        wait_ms = max(0.0, (ready - self.last_ready) - model_ms - observe_ms)
-        self.last_ready = ready
-        self.trace.steps.append(Step(
-            index=len(self.trace.steps), id=token, token=engine.text_of(token), text=text,
-            bytes_hex=raw.hex(), phase=phase, forced=forced is not None,
-            ms=ms3(model_ms), t_ms=ms3(self.clock), forward_ms=ms3(out.ms),
-            observe_ms=ms3(observe_ms), wait_ms=ms3(wait_ms),
-            candidates=choice.candidates, chosen_rank=choice.rank, chosen_p_model=choice.p_model,
-            chosen_p_final=choice.p_final, entropy=choice.entropy, entropy_model=choice.entropy_model,
-            kv_tokens=cache_tokens(self.cache), kv_bytes=cache_bytes(self.cache), lens=lens,
-            kept_tokens=choice.kept_tokens, kept_mass=choice.kept_mass))
-        if token in engine.eos_ids and not s.ignore_eos:
-            return "eos"
-        if s.stop and any(self.trace.output_text.endswith(x) for x in s.stop):
-            return "stop"
-        if len(self.trace.steps) >= s.max_new_tokens:
-            return "max_tokens"
-        return None
+        sampled = now_ms(self.engine.device)            # the model's part of this step ends here
+        seen = self.observe(out, capture, token, logp_final)
+        self.record(seen, self.clocks(out, picked_from, sampled))
+        return self.stop(token)
 
     def pick(self, logits: torch.Tensor) -> tuple[int, torch.Tensor | None]:
         """The next token as the model (and budget forcing) decides it; sets `self.forced`."""
@@ -244,25 +194,49 @@ class Run:
                 token, logp_final = pick(logits, s, self.chain, context, self.generator, force=self.forced[0])
         return token, logp_final
 
-    def keep_attention_row(self, capture: Capture) -> None:
-        """Store the attention row of the query that produced this step, until the size cap."""
-        if not capture.attention:
-            return
-        if self.trace.attention is None:      # the prefill pass: its capped maps come first
-            n = self.trace.prefill.tokens
-            self.trace.attention = Attention(
-                prefill_tokens=capture.map_tokens, prefill_capped=n > capture.map_tokens, steps=[],
-                prefill=[PackedRows.pack(capture.maps[i].cpu().numpy()) for i in sorted(capture.maps)])
-        attention = self.trace.attention
-        per_layer = [capture.rows[i] for i in sorted(capture.rows)]
-        stacked = torch.stack([r.to(per_layer[0].device) for r in per_layer])  # [layers, heads, keys]
-        rows = PackedRows.pack(stacked.cpu().numpy())
-        self.attention_bytes += rows.nbytes
-        if self.attention_bytes > self.engine.limits.attention_max_bytes:
-            attention.steps_capped_at = len(attention.steps)
-            self.capture_attention = False
-            return
-        attention.steps.append(rows)
+    def observe(self, out: Pass, capture: Capture, token: int, logp_final) -> Seen:
+        """What the page shows of this token: its candidates, bytes and text, its phase, the lens,
+        the attention row (the watching part of the step)."""
+        engine, forced = self.engine, self.forced
+        choice = describe(out.logits, token, logp_final, self.trace.settings, engine.text_of)
+        self.ids.append(token)
+        raw = engine.token_bytes.bytes_of(token)
+        special = token in engine.token_bytes.special_ids
+        text = "" if special else self.text.push(raw)
+        phase = self.thinking.phase_of(engine.text_of(token) if special else text, forced[1] if forced else None)
+        lens = engine.lens(capture, out.logits) if capture.lens else None
+        self.attention.keep(capture)
+        return Seen(token, raw, text, phase, forced is not None, choice, lens)
+
+    def clocks(self, out: Pass, picked_from: float, sampled: float) -> Clocks:
+        """The step's time: the model's own (pass + sampling; step 0 also the tokenize and prefill,
+        so it is the TTFT), watching (the capture in the pass and everything after sampling) and
+        waiting (the rest of the wall time since the previous token was ready)."""
+        ready = now_ms(self.engine.device)
+        first = not self.trace.steps
+        # the model's clock advances by each step's rounded time, so the steps add up to it exactly
+        model_ms = ms3((self.clock if first else 0.0) + out.ms + (sampled - picked_from))
+        self.clock = model_ms if first else self.clock + model_ms
+        observe_ms = out.capture_ms + (ready - sampled)
+        wait_ms = max(0.0, (ready - self.last_ready) - model_ms - observe_ms)
+        self.last_ready = ready
+        return Clocks(ms=model_ms, t_ms=self.clock, forward_ms=out.ms, observe_ms=observe_ms, wait_ms=wait_ms)
+
+    def record(self, seen: Seen, clocks: Clocks) -> None:
+        self.trace.steps.append(make_step(
+            len(self.trace.steps), seen.token, self.engine.text_of(seen.token), seen.raw, seen.text, seen.choice,
+            clocks, cache_tokens(self.cache), cache_bytes(self.cache), seen.phase, seen.forced, seen.lens))
+
+    def stop(self, token: int) -> str | None:
+        """Why the run ends after this token (one of trace.STOP_REASONS), or None to go on."""
+        s = self.trace.settings
+        if token in self.engine.eos_ids and not s.ignore_eos:
+            return "eos"
+        if s.stop and any(self.trace.output_text.endswith(x) for x in s.stop):
+            return "stop"
+        if len(self.trace.steps) >= s.max_new_tokens:
+            return "max_tokens"
+        return None
 
     def finish(self, reason: str) -> None:
         steps = self.trace.steps
@@ -271,24 +245,3 @@ class Run:
         wall = (self.last_ready if steps else now_ms(self.engine.device)) - self.start
         self.trace.summary = summarize(steps, reason, self.cache, wall, wall_ms=ms3(wall))
 
-
-def summarize(steps: list[Step], reason: str, cache, empty_e2e: float, wall_ms: float | None = None) -> Summary:
-    """A run's figures over the steps it generated, all on the model's clock (`empty_e2e` when it
-    generated none); watching and waiting summed apart."""
-    n = len(steps)
-    e2e = steps[-1].t_ms if steps else empty_e2e
-    ttft = steps[0].t_ms if steps else None
-    return Summary(
-        ttft_ms=ttft, tpot_ms=(e2e - ttft) / (n - 1) if n > 1 else None, e2e_ms=e2e,
-        tokens_per_s=n / e2e * 1000 if e2e > 0 else 0.0, new_tokens=n, stop_reason=reason,
-        kv_bytes_final=cache_bytes(cache),
-        answer_tokens=sum(st.phase == "answer" for st in steps),
-        thinking_tokens=sum(st.phase == "thinking" for st in steps),
-        time_to_first_answer_ms=next((st.t_ms for st in steps if st.phase == "answer" and not st.forced), None),
-        observe_ms=ms3(sum(st.observe_ms for st in steps)), wait_ms=ms3(sum(st.wait_ms for st in steps)),
-        wall_ms=wall_ms)
-
-
-def ms3(ms: float) -> float:
-    """Milliseconds kept to the microsecond: finer digits are clock noise and cost trace bytes."""
-    return round(ms, 3)

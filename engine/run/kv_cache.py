@@ -1,10 +1,8 @@
-"""The KV cache: measured from its tensors, and the formula it must match."""
+"""The KV cache, measured from its tensors (the formula it must match: ModelInfo.kv_bytes, engine/schema/specs.py)."""
 
 from __future__ import annotations
 
 from transformers import DynamicCache
-
-from engine.schema.trace import ModelInfo
 
 
 def cache_tokens(cache: DynamicCache | None) -> int:
@@ -25,7 +23,3 @@ def cache_bytes(cache: DynamicCache | None) -> int:
                 total += t.numel() // t.shape[-2] * min(written, t.shape[-2]) * t.element_size()
     return total
 
-
-def formula_bytes(info: ModelInfo, tokens: int, bytes_per_value: int) -> int:
-    """2 (K and V) x layers x kv_heads x head_dim x bytes per value x tokens."""
-    return 2 * info.layers * info.kv_heads * info.head_dim * bytes_per_value * tokens

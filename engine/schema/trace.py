@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from engine.errors import TraceFormatError
 from engine.schema.packed import PackedRows
 from engine.schema.serial import from_plain, to_plain
+from engine.schema.specs import ModelInfo
 
 SCHEMA = "token-by-token/trace@3"
 # trace@1 (before the honest clocks): step times were wall time, watching and waiting included.
@@ -19,26 +20,6 @@ SCHEMA = "token-by-token/trace@3"
 READABLE = ("token-by-token/trace@1", "token-by-token/trace@2", SCHEMA)
 # why a run or branch stopped: its end-of-sequence token, the token budget, a stop string, or cut off
 STOP_REASONS = ("eos", "max_tokens", "stop", "cancelled")
-
-
-@dataclass
-class ModelInfo:
-    id: str                     # what the user asked for: "embedded:SmolLM2-135M-Instruct", a hub id, a path
-    source: str                 # "embedded-gguf" | "hub" | "local"
-    architecture: str           # e.g. "LlamaForCausalLM"
-    dtype: str                  # "float32", "bfloat16", ...
-    device: str                 # "cpu", "cuda:0"
-    attn_implementation: str    # the implementation the model was loaded with ("sdpa", "eager", ...)
-    quantization: str | None    # None, "gguf-q4_1 (dequantized)", "bnb-int8", "bnb-nf4"
-    layers: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    hidden_size: int
-    vocab_size: int
-    context_length: int
-    parameters: int             # count of unique parameters (tied weights counted once)
-    parameter_bytes: int        # bytes those parameters take in memory
 
 
 @dataclass

@@ -25,12 +25,14 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Generator
 
-from engine.run.generate import Event as RunEvent
 from engine.host.house import HOUSE
-from engine.run.generate import summarize
+from engine.run.record import Clocks, make_step, summarize
+from engine.run.record import Event as RunEvent
+from engine.run.sampling import Choice
 from engine.model.tokens import TextStream, printable, prompt_tokens
 from engine.schema.trace import Candidate, ModelInfo, Prompt, Served, Settings, Step, Trace
-from engine.served.dialects import Piece, decode, dialect_for
+from engine.served.dialects import dialect_for
+from engine.served.pieces import Piece, decode
 from engine.served.endpoints import Endpoint
 from engine.served.sse import Bounds, ServedError, events
 
@@ -177,7 +179,6 @@ def _step(index: int, piece: Piece, ids: IdMap | None, text: TextStream, ms: flo
         p_chosen = candidates[rank].p_model if rank < len(candidates) else 0.0
     # the entropy of what the server showed (its top k): a lower bound of the whole distribution's
     entropy = -sum(c.p_model * math.log(c.p_model) for c in candidates if c.p_model > 0)
-    return Step(index=index, id=tid, token=printable(raw), text=text.push(raw), bytes_hex=raw.hex(), phase="answer",
-                ms=round(ms, 3), t_ms=round(t_ms, 3), forward_ms=0.0, candidates=candidates, chosen_rank=rank,
-                chosen_p_model=p_chosen, chosen_p_final=p_chosen, entropy=entropy, entropy_model=entropy,
-                kv_tokens=n_prompt + index + 1, kv_bytes=0)
+    choice = Choice(tid, candidates, rank, p_chosen, p_chosen, entropy, entropy)
+    return make_step(index, tid, printable(raw), raw, text.push(raw), choice, Clocks(ms=ms, t_ms=t_ms),
+                     kv_tokens=n_prompt + index + 1, kv_bytes=0)

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from engine.errors import InvalidRequest
 from engine.host.house import HOUSE
-from engine.served.dialects import decode, dialect_for
+from engine.served.dialects import dialect_for
+from engine.served.pieces import decode
 from engine.served.endpoints import Endpoint
 from engine.served.sse import Abort, ServedError, events
 

@@ -42,7 +42,7 @@ def generate_from(engine, ids: list[int], n: int) -> list[int]:
 
 
 def fingerprint(engine, trace: Trace) -> tuple:
-    cache = engine.prefixes.get((trace.run_id, "root"))
+    cache = engine.prefixes.get((trace.run_id, ROOT))
     return cache.get_seq_length(), float(sum(layer.keys.double().sum() for layer in cache.layers))
 
 
