@@ -42,7 +42,7 @@ class Int8WeightOnlyLinear(nn.Module):
 
 def quantize(model: nn.Module) -> nn.Module:
     """Swap the decoder layers' nn.Linear modules in place (the model is bf16 already)."""
-    for _, block in decoder_layers(model):
+    for block in decoder_layers(model):
         for name, module in list(block.named_modules()):
             if isinstance(module, nn.Linear):
                 parent = block.get_submodule(name.rpartition(".")[0]) if "." in name else block

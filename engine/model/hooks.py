@@ -2,7 +2,8 @@
 
 Hooks are global state on a shared model: every hook is registered inside `hooked()` and removed
 in its `finally`, so an error, a cancelled run or a closed generator never leaves one behind.
-Modules are named by their own paths in `model.named_modules()` (e.g. `model.layers.3.self_attn`).
+Layers are found by shape, not by name: the one ModuleList with as many blocks as the config has
+layers, and in each block the attention child under one of the usual names.
 """
 
 from __future__ import annotations
@@ -18,22 +19,23 @@ from engine.errors import ModelLoadError
 ATTENTION_NAMES = ("self_attn", "attn", "attention", "self_attention")
 
 
-def decoder_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    """The decoder blocks in order, with their module paths (e.g. 'model.layers.0')."""
+def decoder_layers(model: nn.Module) -> list[nn.Module]:
+    """The decoder blocks in order."""
     n = model.config.get_text_config().num_hidden_layers
-    for name, module in model.named_modules():
+    for module in model.modules():
         if isinstance(module, nn.ModuleList) and len(module) == n:
-            return [(f"{name}.{i}", block) for i, block in enumerate(module)]
+            return list(module)
     raise ModelLoadError(f"cannot find the {n} decoder layers of {type(model).__name__}")
 
 
-def attention_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
+def attention_modules(model: nn.Module) -> list[nn.Module]:
+    """Each decoder block's attention module, in order."""
     found = []
-    for path, block in decoder_layers(model):
+    for i, block in enumerate(decoder_layers(model)):
         child = next((n for n in ATTENTION_NAMES if hasattr(block, n)), None)
         if child is None:
-            raise ModelLoadError(f"no attention module inside {path}")
-        found.append((f"{path}.{child}", getattr(block, child)))
+            raise ModelLoadError(f"no attention module inside decoder layer {i} ({type(block).__name__})")
+        found.append(getattr(block, child))
     return found
 
 
@@ -92,10 +94,10 @@ def hooked(model: nn.Module, capture: Capture, eager_attention: bool = False):
 
     try:
         if capture.attention and eager_attention:
-            for i, (_, module) in enumerate(attention_modules(model)):
+            for i, module in enumerate(attention_modules(model)):
                 handles.append(module.register_forward_hook(on_attention(i)))
         if capture.lens:
-            for i, (_, block) in enumerate(decoder_layers(model)[:-1]):
+            for i, block in enumerate(decoder_layers(model)[:-1]):
                 handles.append(block.register_forward_hook(on_block(i)))
         yield capture
     finally:

@@ -24,7 +24,7 @@ from typing import Generator
 import torch
 from transformers import DynamicCache
 
-from engine.schema.branches import ROOT, find, lineage
+from engine.schema.branches import MAX_BRANCHES, ROOT, find, lineage
 from engine.model.clock import now_ms
 from engine.errors import InvalidRequest
 from engine.run.generate import Run
@@ -99,22 +99,7 @@ def stream_fork(engine, trace: Trace, at: int, token: int, parent: str = ROOT,
     plus the branch, last in `branches`)."""
     engine.ensure_device()
     start = now_ms(engine.device)
-    if trace.served is not None:
-        raise InvalidRequest("a served trace cannot be forked here: its KV cache lives on the server")
-    if trace.model.id != engine.info.id or trace.model.vocab_size != engine.info.vocab_size:
-        raise InvalidRequest(f"this trace was recorded with {trace.model.id}; load that model to fork it")
-    if not trace.settings.use_cache:
-        raise InvalidRequest("this run did not use a KV cache; there is no prefix to reuse")
-    steps = lineage(trace, parent)          # refuses a parent the trace does not hold
-    if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at < len(steps):
-        raise InvalidRequest(f"step {at!r} is outside this run's steps 0..{len(steps) - 1}")
-    if len(trace.branches) >= 64:
-        raise InvalidRequest("this trace already holds 64 branches, the most one trace may hold")
-    source = steps[at]
-    chosen = next(((rank, c) for rank, c in enumerate(source.candidates) if c.id == token), None)
-    if chosen is None:
-        raise InvalidRequest(f"token {token!r} is not among step {at}'s {len(source.candidates)} stored "
-                             "candidates; pick one of them")
+    steps, chosen = check_fork(engine, trace, at, token, parent)
     base = settings or dataclasses.replace(trace.settings, attention=False, logit_lens=False)
     new = max_new_tokens if max_new_tokens is not None else base.max_new_tokens
     branch_settings = check_settings(dataclasses.replace(base, max_new_tokens=new, attention=False,
@@ -122,8 +107,8 @@ def stream_fork(engine, trace: Trace, at: int, token: int, parent: str = ROOT,
     prefix = prefix_ids(trace, steps, at)
     if len(prefix) + 1 + new > engine.info.context_length:
         raise InvalidRequest(f"{len(prefix) + 1 + new:,} positions exceed the model's context of "
-                             f"{engine.info.context_length:,}")
-
+                             f"{engine.info.context_length:,}", "fork_context",
+                             positions=len(prefix) + 1 + new, context=engine.info.context_length)
     key = trace_key(trace)
     cached, rebuilt_ms = engine.prefixes.get((key, parent or ROOT)), None
     if cached is None or cached.get_seq_length() < len(prefix):
@@ -133,22 +118,47 @@ def stream_fork(engine, trace: Trace, at: int, token: int, parent: str = ROOT,
     with engine.lock:
         cache = cropped_copy(engine, cached, len(prefix))
     copy_ms = now_ms(engine.device) - begin
-    rank, c = chosen
     # the chosen token, in place without a pass: the copy is its time (the price of reuse)
+    (rank, c), source = chosen, steps[at]
     choice = Choice(token, source.candidates, rank, c.p_model, c.p_final, source.entropy, source.entropy_model)
     forced = make_step(at, token, engine.text_of(token), engine.token_bytes.bytes_of(token), "", choice,
                        Clocks(ms=copy_ms, t_ms=copy_ms), len(prefix), cache_bytes(cache), forced=True)
     view_trace = dataclasses.replace(trace, steps=[*steps[:at]], summary=None, attention=None, branches=[],
-                                     settings=dataclasses.replace(branch_settings,
-                                                                  max_new_tokens=at + 1 + new))
+                                     settings=dataclasses.replace(branch_settings, max_new_tokens=at + 1 + new))
     existing = {b.id for b in trace.branches}
     branch = Branch(id=next(f"b{i}" for i in range(1, 10_000) if f"b{i}" not in existing), parent=parent,
                     at=at, token=token, settings=branch_settings, reused_tokens=len(prefix),
                     copy_ms=ms3(copy_ms), rebuilt_ms=None if rebuilt_ms is None else ms3(rebuilt_ms),
                     created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    run = BranchRun(engine, view_trace, prefix + [token], start, cancel or threading.Event(), cache,
-                    copy_ms, forced)
+    run = BranchRun(engine, view_trace, prefix + [token], start, cancel or threading.Event(), cache, copy_ms, forced)
     return _branch_events(engine, trace, run, branch, key)
+
+
+def check_fork(engine, trace: Trace, at: int, token: int, parent: str) -> tuple[list[Step], tuple]:
+    """The lineage's steps and (rank, candidate) of `token` at step `at`, or an InvalidRequest
+    saying why this trace cannot be forked there."""
+    if trace.served is not None:
+        raise InvalidRequest("a served trace cannot be forked here: its KV cache lives on the server",
+                             "fork_served")
+    if trace.model.id != engine.info.id or trace.model.vocab_size != engine.info.vocab_size:
+        raise InvalidRequest(f"this trace was recorded with {trace.model.id}; load that model to fork it",
+                             "fork_other_model", model=trace.model.id)
+    if not trace.settings.use_cache:
+        raise InvalidRequest("this run did not use a KV cache; there is no prefix to reuse", "fork_no_cache")
+    steps = lineage(trace, parent)          # refuses a parent the trace does not hold
+    if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at < len(steps):
+        raise InvalidRequest(f"step {at!r} is outside this run's steps 0..{len(steps) - 1}", "fork_step",
+                             step=repr(at), last=len(steps) - 1)
+    if len(trace.branches) >= MAX_BRANCHES:
+        raise InvalidRequest(f"this trace already holds {MAX_BRANCHES} branches, the most one trace may hold",
+                             "fork_full", n=MAX_BRANCHES)
+    source = steps[at]
+    chosen = next(((rank, c) for rank, c in enumerate(source.candidates) if c.id == token), None)
+    if chosen is None:
+        raise InvalidRequest(f"token {token!r} is not among step {at}'s {len(source.candidates)} stored "
+                             "candidates; pick one of them", "fork_token", token=repr(token), step=at,
+                             n=len(source.candidates))
+    return steps, chosen
 
 
 def _branch_events(engine, trace: Trace, run: BranchRun, branch: Branch, key: str):

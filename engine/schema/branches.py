@@ -9,6 +9,7 @@ import math
 from engine.errors import InvalidRequest
 from engine.schema.trace import Branch, Step, Trace
 
+MAX_BRANCHES = 64  # forks one trace may hold
 ROOT = ""          # the parent id of a branch forked from the run itself
 
 
@@ -24,7 +25,7 @@ def find(trace: Trace, branch_id: str) -> Branch:
     for b in trace.branches:
         if b.id == branch_id:
             return b
-    raise InvalidRequest(f"this trace has no branch {branch_id!r}")
+    raise InvalidRequest(f"this trace has no branch {branch_id!r}", "no_branch", branch=repr(branch_id))
 
 
 def view(trace: Trace, branch_id: str) -> Trace:

@@ -14,12 +14,12 @@ import math
 
 from engine.errors import TraceFormatError
 from engine.environment import Limits
+from engine.schema.branches import MAX_BRANCHES
 from engine.schema.trace import STOP_REASONS, Trace
 
 # Sizes no real model reaches; anything above is a hostile header, not a big model.
 MAX_LAYERS, MAX_HEADS, MAX_VOCAB, MAX_CONTEXT = 1_024, 1_024, 10_000_000, 100_000_000
 MAX_TOTAL_VALUES = 64_000_000        # attention values all blocks together may unpack to
-MAX_BRANCHES = 64                    # forks one trace may hold
 
 
 def _check(ok: bool, where: str, what: str) -> None:
