@@ -8,6 +8,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from engine.schema.specs import short_name
+
 from .fmt import fmt_ms
 from .lab import _partial_note, _ratio, section
 from .labels import label
@@ -146,7 +148,7 @@ def arm_name(arm: str, lang: str, draft: str | None = None) -> str:
     if arm.startswith("lookup_"):
         return label("lab_spec_lookup", lang, k=arm.split("_", 1)[1])
     if arm == "draft":
-        return label("lab_spec_draft", lang, name=str(draft or "").split(":")[-1].split("/")[-1])
+        return label("lab_spec_draft", lang, name=short_name(str(draft or "")))
     return label("lab_spec_plain", lang)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from engine.schema.specs import short_name
 from engine.schema.trace import Trace
 
 from .fmt import esc, fmt_ms, fmt_rate, wrap_lines
@@ -124,7 +125,7 @@ def eval_chart(result: dict, lang: str = "en") -> alt.HConcatChart:
     frame["ci_high"] = [c[1] for c in frame["ci95"]]
     frame = frame.drop(columns=["ci95"])
     order = frame["budget_label"].tolist()
-    sub = label("eval_sub", lang, model=result.get("model", "").split(":")[-1], n=int(frame["questions"].max()))
+    sub = label("eval_sub", lang, model=short_name(result.get("model", "")), n=int(frame["questions"].max()))
     x = alt.X("budget_label:N", sort=order, title=label("budget_axis", lang), axis=alt.Axis(labelAngle=0))
     tooltip = ["budget:Q", "correct:Q", "questions:Q", alt.Tooltip("accuracy:Q", format=".0%"),
                alt.Tooltip("ci_low:Q", format=".0%", title=label("ci_low", lang)),
