@@ -112,11 +112,15 @@ class FastPath:
     # --- building and loading -----------------------------------------------------------------
     def compile_now(self, variant: str = "watch", bucket: int = BUCKETS[0]) -> str:
         """Build the package in this process unless it is on disk, load it, and return its state."""
+        worker = self._worker
+        if worker is not None and worker.is_alive():       # one build of a package at a time
+            worker.join()
         if bucket in self._steps:
             return "ready"
         path = self.package(bucket)
-        self._state[bucket] = "building"
-        self.compiling += 1
+        with self._lock:
+            self._state[bucket] = "building"
+            self.compiling += 1
         try:
             meta = aoti.read_meta(path) if path.exists() else None
             if meta is None:
@@ -125,7 +129,8 @@ class FastPath:
         except Exception as exc:          # a model or backend the compiler cannot take: the eager path stays
             self._failed(bucket, exc)
         finally:
-            self.compiling -= 1
+            with self._lock:
+                self.compiling -= 1
         return self._state[bucket]
 
     def build_in_background(self, bucket: int = BUCKETS[0]) -> None:
