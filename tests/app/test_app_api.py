@@ -7,6 +7,7 @@ from gradio_client import Client
 
 from engine import Settings, Trace, run_trace
 from tests.load import differences
+from tests.waits import wait_until
 from engine.schema.validate import validate
 
 ARGS = dict(max_new_tokens=12, temperature=0.0, top_k=0, top_p=1.0, seed=0, attention=False,
@@ -123,7 +124,7 @@ def test_a_script_flooding_trace_does_not_keep_another_client_waiting(app_url, c
     flood = Client(app_url, verbose=False)
     jobs = [flood.submit(prompt="Count from one to one thousand.", max_new_tokens=400, api_name="/trace")
             for _ in range(6)]
-    time.sleep(2.0)
+    wait_until(lambda: client.predict(api_name="/status")["active_runs"] >= 1, 60, "the flood's first run")
     started = time.time()
     path = client.predict(prompt="Hello", max_new_tokens=4, api_name="/trace")
     assert time.time() - started < 15 and path

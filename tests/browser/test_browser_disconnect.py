@@ -1,10 +1,16 @@
 """Closing the tab mid-run frees the engine: the run ends within a step or two (the server's
-/status shows no run left within 2 s) and the next visitor's run goes through at once."""
+/status shows no run left within 2 s) and the next visitor's run goes through at once (a 4-token
+run answers within NEXT_RUN_S; ~1 s here)."""
 
 import time
 
 import pytest
 from gradio_client import Client
+
+from tests.waits import wait_until
+
+FREED_S = 2.0          # the closed tab's run is gone from /status within this
+NEXT_RUN_S = 5.0       # and the next visitor's 4-token run comes back within this
 
 
 def active_runs(client) -> int:
@@ -14,16 +20,13 @@ def active_runs(client) -> int:
 def wait_for_runs(client, done, timeout_s: float) -> float:
     """Seconds until `done(active_runs)` holds; fails after `timeout_s`."""
     start = time.monotonic()
-    while not done(active_runs(client)):
-        if time.monotonic() - start > timeout_s:
-            raise AssertionError(f"active runs still {active_runs(client)} after {timeout_s} s")
-        time.sleep(0.05)
+    wait_until(lambda: done(active_runs(client)), timeout_s, "the number of active runs to change")
     return time.monotonic() - start
 
 
 def test_closing_the_tab_mid_run_frees_the_engine(browser, app_url):
     client = Client(app_url, verbose=False)
-    assert wait_for_runs(client, lambda n: n == 0, 30) >= 0     # nobody else is running
+    wait_for_runs(client, lambda n: n == 0, 30)                  # nobody else is running
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.goto(app_url)
@@ -34,12 +37,13 @@ def test_closing_the_tab_mid_run_frees_the_engine(browser, app_url):
     page.wait_for_selector("#output .tbt-step", timeout=60_000)   # tokens are streaming
     wait_for_runs(client, lambda n: n >= 1, 10)
     context.close()                                                              # the visitor leaves
-    freed_s = wait_for_runs(client, lambda n: n == 0, 2.0)
+    freed_s = wait_for_runs(client, lambda n: n == 0, FREED_S)
     start = time.monotonic()
     path = client.predict(prompt="Hi", max_new_tokens=4, temperature=0.0, top_k=0, top_p=1.0, seed=0,
                           attention=False, logit_lens=False, chat_template=True, api_name="/trace")
-    print(f"freed after {freed_s:.2f} s; the next 4-token run took {time.monotonic() - start:.2f} s")
-    assert path
+    next_s = time.monotonic() - start
+    print(f"freed after {freed_s:.2f} s; the next 4-token run took {next_s:.2f} s")
+    assert path and next_s < NEXT_RUN_S, (freed_s, next_s)
 
 
 def test_a_visitor_runs_while_a_script_floods_trace(page, app_url):
@@ -48,7 +52,7 @@ def test_a_visitor_runs_while_a_script_floods_trace(page, app_url):
     jobs = [flood.submit(prompt="Count from one to one thousand.", max_new_tokens=400, api_name="/trace")
             for _ in range(6)]
     try:
-        time.sleep(2.0)                                            # the flood is in
+        wait_until(lambda: active_runs(flood) >= 1, 60, "the flood's first run")   # the flood is in
         page.fill("#prompt textarea", "Hello!")
         started = time.monotonic()
         page.click("#run")

@@ -66,10 +66,16 @@ def test_kv_bytes_follow_the_formula(engine):
     trace = run_trace(engine, "Hello, world!", Settings(max_new_tokens=12, ignore_eos=True))
     width = engine.model.dtype.itemsize      # from the tensors, not the dtype table the formula uses
     assert width == engine.info.bytes_per_value
+    # the formula by hand, from the model's own config (not the engine's ModelInfo.kv_bytes): K and V
+    # for every layer and KV head (SmolLM2-135M: 2 x 30 x 3 x 64 x 4 bytes = 46,080 a token)
+    config = engine.model.config
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    per_token = 2 * config.num_hidden_layers * config.num_key_value_heads * head_dim * width
+    assert per_token == 46_080
     prompt = trace.prefill.tokens
     for i, step in enumerate(trace.steps):
         assert step.kv_tokens == prompt + i        # step i's forward held the prompt + i fed tokens
-        assert step.kv_bytes == engine.info.kv_bytes(step.kv_tokens)
+        assert step.kv_bytes == per_token * step.kv_tokens
     assert trace.summary.kv_bytes_final == trace.steps[-1].kv_bytes
 
 

@@ -3,7 +3,7 @@ AOTInductor package builds (or is found on disk) and loads, a compiled run gives
 tokens and the eager path's captures, and whatever the step cannot serve stays on the eager path.
 
 The package is built once per machine (a minute or two on two cores, kept under TBT_COMPILE_CACHE)
-and loaded once for this module; the engine goes back to eager afterwards.
+and loaded once for this module, on an engine of its own: the session's engine stays eager.
 """
 
 from __future__ import annotations
@@ -27,11 +27,17 @@ BUCKET = BUCKETS[0]
 WATCHED = Settings(max_new_tokens=24, ignore_eos=True, attention=True, logit_lens=True)
 
 
+@pytest.fixture(scope="module", name="engine")
+def own_engine():
+    """This module's own engine (the session's is left alone): the compiled path turned on here
+    never reaches another module's runs, which stay eager whatever order the tests run in."""
+    from engine import Engine
+    return Engine.load()
+
+
 @pytest.fixture(scope="module")
 def fast(engine):
-    f = engine.start_fast(wait=True)
-    yield f
-    engine.fast = None          # the other modules' runs are eager, as they were written for
+    return engine.start_fast(wait=True)
 
 
 def eager(engine, prompt: str, settings: Settings, **kwargs) -> Trace:

@@ -4,6 +4,7 @@ the engine while it times, and its kernel arms running the kernels they name."""
 
 import copy
 import json
+import math
 import threading
 import time
 from types import SimpleNamespace
@@ -18,6 +19,7 @@ from engine.lab import kernels, kv_cache, roofline, speculative, weights
 from engine.lab.measure import peak_bytes, spread
 from engine.schema.trace import Settings
 from viz.labels import label
+from tests.waits import inside, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +66,10 @@ def test_quality_metric_on_known_distributions():
     q = torch.tensor([[0.0, 2.0, -1.0], [0.0, 1.0, 0.0]])
     out = weights.next_token_quality([p], [q])
     assert out["top1_agreement"] == 0.5
-    lp, lq = torch.log_softmax(p[0].double(), -1), torch.log_softmax(q[0].double(), -1)
-    assert out["mean_kl"] == pytest.approx(float((lp.exp() * (lp - lq)).sum()) / 2)
+    # by hand: row 1 swaps the first two logits, so log p - log q = (2, -2, 0) and KL = 2 (p0 - p1)
+    # with p = (e², 1, e⁻¹) / (e² + 1 + e⁻¹); row 2 is equal (KL 0); the mean over both rows is p0 - p1
+    e = math.e
+    assert out["mean_kl"] == pytest.approx((e**2 - 1) / (e**2 + 1 + 1 / e))      # 0.7296
 
 
 def test_peak_memory_sees_a_large_temporary():
@@ -260,7 +264,10 @@ def test_the_lab_holds_the_engine_while_it_times(engine):
             visitor["status"] = {lang: waiting_md(engine, lang) for lang in ("en", "zh")}
             visitor["thread"] = threading.Thread(target=visit)
             visitor["thread"].start()
-            time.sleep(0.5)                                # time enough to reach its first forward
+            # the visitor's run is at its first pass, waiting for the engine the lab holds
+            # (an error raised here fails the test below even if the lab swallowed it)
+            visitor["at_forward"] = wait_until(lambda: inside(visitor["thread"], "engine/model/core.py", "forward"),
+                                               60, "the visitor's run at its first forward pass")
 
     try:
         result = run_lab(engine, quick=True, only=["kv_cache"], progress=progress)
@@ -268,7 +275,7 @@ def test_the_lab_holds_the_engine_while_it_times(engine):
     finally:
         for hook in hooks:
             hook.remove()
-    assert visitor["trace"].summary.new_tokens == 2
+    assert visitor["at_forward"] and visitor["trace"].summary.new_tokens == 2
     assert result["kv_cache"]["exclusive"] is True and engine.held_for is None
     assert visitor["held_for"] == kv_cache.HELD_FOR
     # the page names the experiment in its own language

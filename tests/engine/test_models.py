@@ -7,6 +7,7 @@ import pytest
 
 from ui import models as models_module
 from ui.models import Models
+from tests.waits import inside, wait_until
 
 
 class FakeEngine:
@@ -32,7 +33,7 @@ def test_a_loaded_model_is_served_while_another_loads(slow_loads):
     models = Models(["a", "b", "c"], max_models=3)
     loader = threading.Thread(target=models.get, args=("b",))
     loader.start()
-    time.sleep(0.1)                                   # "b" is loading now
+    wait_until(lambda: "b" in slow_loads, 10, '"b"\'s load to begin')       # "b" is loading now
     started = time.monotonic()
     assert models.get("a").model_id == "a"
     assert time.monotonic() - started < 0.1           # did not wait for "b"'s load
@@ -136,7 +137,7 @@ def test_the_page_can_come_before_the_model(slow_loads):
     got = []
     waiter = threading.Thread(target=lambda: got.append(models.engine))
     waiter.start()
-    time.sleep(0.1)
+    wait_until(lambda: inside(waiter, "ui/models.py", "wait"), 10, "the caller waiting for the model")
     assert got == []                                  # no model yet: the caller waits
     models.load_default()
     waiter.join(5)

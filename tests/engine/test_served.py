@@ -15,6 +15,7 @@ from engine.errors import InvalidRequest
 from engine.served import Bounds, ServedError, endpoint, endpoints_from_env, stream_served
 from engine.schema.trace import Settings, Trace
 from engine.schema.validate import validate
+from tests.waits import wait_until
 from tests.paths import FIXTURES as SHARED
 
 FIXTURES = SHARED / "served"
@@ -270,10 +271,12 @@ def test_the_load_sweep_yields_to_a_visitors_run(hostile):
     from engine.host.house import HOUSE
     from engine.served.load import load_sweep
     box: dict = {}
+    before = len(hostile.bodies)
     sweep = threading.Thread(target=lambda: box.update(result=load_sweep(
         at(hostile, "trickle"), "hi", max_tokens=3, levels=(1,), rounds=1, budget_s=30)))
     sweep.start()
-    time.sleep(0.8)                                   # its wave is streaming (a byte every 0.2 s)
+    # its wave is streaming (the server has its request; then a byte every 0.2 s)
+    wait_until(lambda: len(hostile.bodies) > before and HOUSE.jobs, 30, "the load sweep's wave streaming")
     with HOUSE.visitor_run():
         time.sleep(0.4)
         sent = len(hostile.bodies)

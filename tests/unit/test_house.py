@@ -13,6 +13,7 @@ import pytest
 from engine.host import backroom
 from engine.errors import EngineError
 from engine.host.house import HOUSE, House, Job, Ledger
+from tests.waits import wait_until
 
 TARGET = "tests.backroom_jobs"
 
@@ -42,11 +43,11 @@ def test_a_job_stands_still_while_a_visitor_runs():
         job = house.add(Job("lab", "spin", pgid=proc.pid))
         status = psutil.Process(proc.pid).status
         with house.visitor_run():
-            time.sleep(0.2)
-            assert status() == psutil.STATUS_STOPPED and job.paused and job.interrupted.is_set()
+            wait_until(lambda: status() == psutil.STATUS_STOPPED, 5, "the job stopped (SIGSTOP)")
+            assert job.paused and job.interrupted.is_set()
             assert house.describe()["jobs"][0]["paused"] is True
-        time.sleep(0.2)
-        assert status() != psutil.STATUS_STOPPED and not job.paused
+        wait_until(lambda: status() != psutil.STATUS_STOPPED, 5, "the job running again (SIGCONT)")
+        assert not job.paused
         assert (job.pauses, job.runs_between) == (1, 1)
         assert house.quiet(timeout=0.1)
     finally:
@@ -55,11 +56,13 @@ def test_a_job_stands_still_while_a_visitor_runs():
 
 
 def test_a_back_room_job_pauses_for_visitors_and_its_clock_leaves_the_pause_out():
-    def visitor():
-        time.sleep(2.0)                      # the child has started (python and its imports)
-        with HOUSE.visitor_run():
-            time.sleep(1.5)
     seen = []
+
+    def visitor():
+        # the child is at work (python and its imports done): it has reported progress
+        wait_until(lambda: seen, 120, "the back-room job's first progress")
+        with HOUSE.visitor_run():
+            time.sleep(1.5)                  # the visitor's run: the pause the job's clock leaves out
     thread = threading.Thread(target=visitor)
     thread.start()
     result = backroom.call("lab", "test", f"{TARGET}:busy", {"seconds": 2.0},
