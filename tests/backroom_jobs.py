@@ -1,4 +1,4 @@
-"""Jobs for tests/test_house.py to run in the back room (engine/host/backroom.py imports them by name)."""
+"""Jobs for tests/unit/test_house.py to run in the back room (engine/host/backroom.py imports them by name)."""
 
 import os
 import time

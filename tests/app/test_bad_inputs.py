@@ -202,7 +202,7 @@ def test_bad_trace_files_are_refused_clearly(client, tmp_path, make, message):
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_but_well_typed_files_are_refused_without_growing_the_server(client, app_process, tmp_path, name):
-    """Files that parse but lie about their sizes (tests/test_trace_validate.py): a clear message,
+    """Files that parse but lie about their sizes (tests/unit/test_trace_validate.py): a clear message,
     the server alive, and its memory not grown by the lie (the issue's case grew it by 1.7 GB)."""
     doc = json.loads((FIXTURES / "trace_zh.json").read_text(encoding="utf-8"))
     HOSTILE[name](doc)

@@ -118,7 +118,7 @@ def test_upload_claiming_40_million_positions_is_refused_and_the_page_still_work
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_every_hostile_file_is_refused_in_the_page(page, app_process, tmp_path, name):
-    """Each hostile file of tests/test_trace_validate.py, uploaded as a visitor would: a message
+    """Each hostile file of tests/unit/test_trace_validate.py, uploaded as a visitor would: a message
     naming what is wrong, no internal text in it, the server's memory not grown by the file."""
     doc = json.loads((FIXTURES / "trace_zh.json").read_text(encoding="utf-8"))
     HOSTILE[name](doc)

@@ -22,7 +22,7 @@ def test_a_served_run_in_every_chapter(page, shots):
     assert "prefill speed" not in speed and "watching cost" not in speed
     page.screenshot(path=str(shots / "served-speed.png"), full_page=True)
 
-    # what a server hides is said in the notices (their texts: tests/test_served.py); here, they draw
+    # what a server hides is said in the notices (their texts: tests/engine/test_served.py); here, they draw
     open_tab(page, "2 · Prefill", ["#heatmap", "#head-view"])
     open_tab(page, "3 · KV cache", ["#kv-growth", "#kv-projection"])
     open_tab(page, "4 · Decode", ["#candidates"])
