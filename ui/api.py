@@ -11,8 +11,9 @@ Every setting defaults to the engine's own default (`Settings()`), so
 `client.predict(prompt="...", api_name="/trace")` is enough. `model` picks one of the host's
 allowed models ("" is the host's default). Arguments arrive as the caller sent them (gr.api does
 no conversion), so each is checked here and a wrong one is answered with a message that names it.
-Every endpoint that can refuse takes `lang` ("en", the default, or "zh"): the language its refusals
-are said in (assets/strings/errors.json, through ui/errors.py).
+A caller that sends `Accept-Language: zh` (gradio_client: `Client(url, headers={"Accept-Language":
+"zh"})`) is answered in Chinese (assets/strings/errors.json, through ui/errors.py); English otherwise.
+A header, not an argument: the endpoints' positional arguments stay as callers know them.
 
 /trace and /compare are generators that yield after every step: when the caller disconnects or
 cancels, Gradio closes the generator at its next yield and the run stops there. One client (its
@@ -64,6 +65,11 @@ def number_arg(name: str, value, lang: str, whole: bool = False) -> float | int:
         raise refused(exc, lang) from None
 
 
+def lang_of_caller(request: gr.Request | None) -> str:
+    """The language a caller asked for in its Accept-Language header ("en" without one)."""
+    return lang_of((request.headers or {}).get("accept-language") if request is not None else None)
+
+
 def file_path(file) -> str | None:
     """The server path of an uploaded file, sent as a FileData or its dict form."""
     return file.get("path") if isinstance(file, dict) else getattr(file, "path", None)
@@ -85,10 +91,10 @@ class Api:
     def trace(self, prompt: str, max_new_tokens: int = D.max_new_tokens, temperature: float = D.temperature,
               top_k: int = D.top_k, top_p: float = D.top_p, seed: int = D.seed, attention: bool = D.attention,
               logit_lens: bool = D.logit_lens, chat_template: bool = D.chat_template, model: str = "",
-              lang: str = "en", request: gr.Request = None) -> Iterator[FileData | None]:
+              request: gr.Request = None) -> Iterator[FileData | None]:
         """Run one prompt to the end and return its Trace as a JSON file (read it with
         engine.Trace.from_json). Yields nothing (None) after each step until the last."""
-        lang = lang_of(lang)
+        lang = lang_of_caller(request)
         settings = Settings(
             max_new_tokens=number_arg("max_new_tokens", max_new_tokens, lang, whole=True),
             temperature=number_arg("temperature", temperature, lang),
@@ -115,13 +121,13 @@ class Api:
 
     def fork(self, trace: FileData, step: int, token: int, parent: str = "",
              max_new_tokens: int = D.max_new_tokens, recompute: bool = False, model: str = "",
-             lang: str = "en", request: gr.Request = None) -> Iterator[FileData | None]:
+             request: gr.Request = None) -> Iterator[FileData | None]:
         """Continue a trace (a /trace result, or a file) from `step` with `token`, one of that
         step's stored candidates, reusing the run's KV cache for the prefix (kept on the server
         for runs it made; otherwise built once). `parent` forks a branch instead of the run.
         Returns the trace with the new branch last in `branches`; `recompute` also times the
         same first token with the prefix recomputed from scratch (branch.recompute_ms)."""
-        path, lang = file_path(trace), lang_of(lang)
+        path, lang = file_path(trace), lang_of_caller(request)
         at, chosen = number_arg("step", step, lang, whole=True), number_arg("token", token, lang, whole=True)
         new = number_arg("max_new_tokens", max_new_tokens, lang, whole=True)
         parent, measure = text_arg("parent", parent, lang), flag_arg("recompute", recompute, lang)
@@ -146,10 +152,10 @@ class Api:
         yield as_file(self.files.write(forked))
 
     def compare(self, prompt: str, thinking_budget: int = 64, answer_tokens: int = 48, model: str = "",
-                lang: str = "en", request: gr.Request = None) -> Iterator[list[FileData] | None]:
+                request: gr.Request = None) -> Iterator[list[FileData] | None]:
         """One question in normal and reasoning mode, the two runs taking turns; returns
         [normal, reasoning] Trace JSON files. Each trace's times are its own mode's."""
-        lang = lang_of(lang)
+        lang = lang_of_caller(request)
         prompt = text_arg("prompt", prompt, lang)
         budget = number_arg("thinking_budget", thinking_budget, lang, whole=True)
         answer = number_arg("answer_tokens", answer_tokens, lang, whole=True)
@@ -165,10 +171,10 @@ class Api:
             raise refused(exc, lang) from None
         yield [as_file(self.files.write(normal)), as_file(self.files.write(reasoning))]
 
-    def read_trace(self, file: FileData, lang: str = "en") -> str:
+    def read_trace(self, file: FileData, request: gr.Request = None) -> str:
         """Read a trace JSON file exactly as the page's upload does; returns what it holds, in one line."""
         path = file_path(file)
-        trace: Trace = read_upload(path, self.models.limits, lang_of(lang))
+        trace: Trace = read_upload(path, self.models.limits, lang_of_caller(request))
         s = trace.summary
         speed = (f"TTFT {s.ttft_ms:.0f} ms, TPOT {s.tpot_ms:.1f} ms, stop: {s.stop_reason}" if s else "unfinished")
         return (f"{trace.model.id} · {len(trace.prompt.tokens)} prompt tokens · {len(trace.steps)} new tokens · "

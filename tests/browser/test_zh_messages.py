@@ -1,6 +1,6 @@
 """The page in Chinese says every refusal in Chinese, where the visitor acted: an empty prompt and an
 over-long one under the prompt box, a file that is not a trace and a hostile trace on the upload
-box; and the API answers a refused argument in Chinese when asked to (lang="zh").
+box; and the API answers a refused argument in Chinese when asked to (Accept-Language: zh).
 
 The app runs with TBT_MAX_PROMPT_CHARS=200, so an over-long prompt is quick to type. Screenshots of
 each message land in test-output/browser/zh-message-*.png; look at them after changing a message.
@@ -126,14 +126,14 @@ def test_a_hostile_trace_is_refused_in_chinese(zh_page, shots, tmp_path):
 
 
 def test_the_api_refuses_an_argument_in_chinese_when_asked(zh_app):
-    client = Client(zh_app, verbose=False)
+    client = Client(zh_app, verbose=False, headers={"Accept-Language": "zh-CN,zh;q=0.9"})
     with pytest.raises(Exception) as info:
-        client.predict(prompt="Hello", temperature=-1.0, lang="zh", api_name="/trace")
-    text = str(info.value)
-    assert "temperature 必须在 [0, 100] 之内" in text and not ENGLISH.search(text.replace("temperature", "")), text
-    with pytest.raises(Exception) as info:           # English stays the default
         client.predict(prompt="Hello", temperature=-1.0, api_name="/trace")
-    assert "temperature must be in [0, 100]" in str(info.value)
+    text = str(info.value)
+    assert "temperature 必须在 [0, 100] 之内" in text and chinese(text.replace("temperature", "")), text
     with pytest.raises(Exception) as info:
-        client.predict(prompt="", lang="zh", api_name="/trace")
+        client.predict(prompt="", api_name="/trace")
     assert "提示词是空的" in str(info.value)
+    with pytest.raises(Exception) as info:           # English stays the default
+        Client(zh_app, verbose=False).predict(prompt="Hello", temperature=-1.0, api_name="/trace")
+    assert "temperature must be in [0, 100]" in str(info.value)
