@@ -115,7 +115,7 @@ def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
             default could not be loaded, the list of models changed meanwhile."""
             info = models.engine.info
             return [model_plain(info, language), model_line(info, language),
-                    gr.update(value=models.notice, visible=bool(models.notice)),
+                    gr.update(value=models.notice(language), visible=models.fallback is not None),
                     gr.update(choices=models.allowed, value=chosen if chosen in models.allowed else models.default,
                               visible=len(models.allowed) > 1), gr.update(choices=explore.source_choices())]
         sync.change(on_sync, [present], [lang, present, top, presenter, caps, explore.prompt, plain],

@@ -188,7 +188,7 @@ class Api:
         engine = models.engine
         return {"active_runs": sum(e.active_runs for e in list(models.engines.values())),
                 "models": models.allowed, "default": models.default, "loaded": list(models.engines),
-                "notice": models.notice,
+                "notice": models.notice(),
                 # the compiled decode step of the default model: queued, building, ready, not used or failed
                 "fast": engine.fast.describe() if engine.fast else None,
                 # the house's heavy work now (compile, lab, evaluation, load sweep): each job stands

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING
 from engine import environment
 from engine.errors import EngineError
 from engine.environment import Limits
-from engine.schema.specs import EMBEDDED
+from engine.schema.specs import EMBEDDED, short_name
 
 from .errors import internal, reference, refuse
 from .gpu import ZERO_GPU
+from .i18n import text
 
 if TYPE_CHECKING:
     from engine.model.core import Engine
@@ -81,7 +82,7 @@ class Models:
         self.max_models = max(1, max_models or environment.max_models())
         self.limits = Limits.from_env()                # every engine's: the page shows them before any loads
         self.engines: OrderedDict[str, Engine] = OrderedDict()
-        self.notice = ""
+        self.fallback: dict | None = None            # the host's default could not be loaded: what the page says
         self.default = self.allowed[0]
         self._lock = threading.Lock()                  # guards the tables, never held while loading
         self._loading: dict[str, threading.Lock] = {}  # one gate per model being loaded
@@ -92,6 +93,10 @@ class Models:
         else:
             _IMPORTED.clear()
 
+    def notice(self, lang: str = "en") -> str:
+        """What the page says when the host's default model could not be loaded ("" when it was)."""
+        return text("model_fallback", lang).format(**self.fallback) if self.fallback else ""
+
     def load_default(self) -> None:
         """Load the default model; if it cannot be, the embedded one takes its place."""
         first = self.allowed[0]
@@ -100,8 +105,7 @@ class Models:
                 engine = load_engine(first, self.limits)
             except EngineError as exc:           # the reason (paths, URLs) goes to the log, not the page
                 ref = reference(f"loading {first}", exc)
-                self.notice = (f"⚠️ The model `{first}` could not be loaded (reference {ref} in the server log). "
-                               f"This page falls back to the embedded {EMBEDDED.split(':')[-1]}.")
+                self.fallback = {"model": first, "ref": ref, "embedded": short_name(EMBEDDED)}
                 engine = load_engine(EMBEDDED, self.limits)
                 self.allowed = [EMBEDDED] + [m for m in self.allowed if m not in (first, EMBEDDED)]
             with self._lock:

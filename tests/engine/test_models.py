@@ -75,7 +75,7 @@ class OneEngine:
         self.allowed = list(self.engines)
         self.asked: list[str] = []
 
-    def get(self, model_id):
+    def get(self, model_id, lang="en"):
         self.asked.append(model_id)
         return self.engines.get(model_id) or self.engine
 
@@ -157,7 +157,8 @@ def test_a_default_that_cannot_load_falls_back_to_the_embedded_model(monkeypatch
     models = Models(["org/missing", "c"], load=False)
     models.load_default()
     assert models.default == EMBEDDED and models.allowed == [EMBEDDED, "c"]
-    assert "org/missing" in models.notice and models.engine.model_id == EMBEDDED
+    assert "org/missing" in models.notice() and models.engine.model_id == EMBEDDED
+    assert "org/missing" in models.notice("zh") and "未能加载" in models.notice("zh")
 
 
 def test_a_model_that_fails_to_load_answers_its_waiters(monkeypatch):
