@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from engine.schema.branches import ROOT
 from engine import Settings, Trace, run_trace, stream_trace
 from engine.compiled.fast import BUCKETS, bucket_for
 from engine.bench.compiled import PROMPTS, fast_figures, greedy_ids, identical
@@ -117,7 +118,7 @@ def test_what_the_step_cannot_serve_stays_eager(engine, fast):
 def test_a_compiled_run_can_be_forked(engine, fast):
     run = run_trace(engine, "Name three colours.", Settings(max_new_tokens=10, ignore_eos=True), keep_cache=True)
     assert run.observation.decode == "compiled"
-    kept = engine.prefixes.get((run.run_id, "root"))
+    kept = engine.prefixes.get((run.run_id, ROOT))
     assert kept.get_seq_length() == len(run.prompt.tokens) + len(run.steps) - 1   # the last token was not fed
     at, token = 4, next(c.id for c in run.steps[4].candidates if c.id != run.steps[4].id)
     branch = run_fork(engine, run, at, token, max_new_tokens=6).branches[-1]
