@@ -31,7 +31,7 @@ if environment.compile_enabled():
 import gradio as gr
 
 # Nothing imported here loads torch or transformers: the page is served first and the model loaded
-# after (main), so a visitor sees it in seconds (tests/test_startup.py keeps it so).
+# after (main), so a visitor sees it in seconds (tests/unit/test_startup.py keeps it so).
 from engine import EngineError
 from engine.compiled.main_thread import MAIN
 from engine.environment import Limits
