@@ -4,6 +4,9 @@
     assets/strings/walkthrough.json  the walkthrough's prompt and its eight steps
     assets/strings/charts.json       what viz draws: charts, tables, HTML panels (sections
                                      "charts", "lab", "reasoning"; keys unique across them)
+    assets/strings/verdicts.json     sentences that say what a figure shows (sections by chapter,
+                                     merged with charts.json): each claim and its opposite, chosen
+                                     from the figure (viz/verdicts.py)
     assets/strings/errors.json       what a visitor reads when something is refused (err_<key>:
                                      an EngineError's `key`, or a refusal of ui/; ui/errors.py)
     assets/strings/glossary.json     one term per concept in each language, and the variants
@@ -28,13 +31,16 @@ def _read(name: str):
 
 @lru_cache(maxsize=1)
 def charts() -> dict[str, dict[str, str]]:
-    """The viz labels, its sections merged (a key in two sections is a bug)."""
+    """The viz labels and verdicts, their sections merged (a key in two sections is a bug)."""
     merged: dict[str, dict[str, str]] = {}
-    for section, entries in _read("charts.json").items():
-        clash = merged.keys() & entries.keys()
-        if clash:
-            raise ValueError(f"charts.json: keys {sorted(clash)} of section {section!r} are already used")
-        merged.update(entries)
+    for name in ("charts.json", "verdicts.json"):
+        if not (FOLDER / name).exists():
+            continue
+        for section, entries in _read(name).items():
+            clash = merged.keys() & entries.keys()
+            if clash:
+                raise ValueError(f"{name}: keys {sorted(clash)} of section {section!r} are already used")
+            merged.update(entries)
     return merged
 
 

@@ -122,10 +122,7 @@ class FastPath:
             self._state[bucket] = "building"
             self.compiling += 1
         try:
-            meta = aoti.read_meta(path) if path.exists() else None
-            if meta is None:
-                meta = aoti.build(self.model, self.engine_model, self.device, bucket, path)
-            self._use(bucket, path, meta)
+            self._use(bucket, path, aoti.ready_meta(self.model, self.engine_model, self.device, bucket, path))
         except Exception as exc:          # a model or backend the compiler cannot take: the eager path stays
             self._failed(bucket, exc)
         finally:
@@ -147,7 +144,7 @@ class FastPath:
         try:
             path = self.package(bucket)
             meta = aoti.read_meta(path) if path.exists() else None
-            if meta is None:
+            if meta is None or (not meta.get("use") and meta.get("same_tokens")):   # build, or time it again
                 self._state[bucket] = "building"
                 meta = backroom.call("compile", f"the decode step, {bucket}-token static cache", "engine.compiled.fast:build_job",
                                      {"bucket": bucket}, model=self.model_id)
@@ -201,13 +198,10 @@ class FastPath:
 
 def build_job(engine, progress=None, cancel=None, bucket: int = 512) -> dict:
     """The back-room job (engine/host/backroom.py): build the package of `engine`'s model, unless it is
-    on disk already. Returns its sidecar, with "path"."""
+    on disk already (aoti.ready_meta). Returns its sidecar, with "path"."""
     fast = FastPath(engine.model, engine.device)
     path = aoti.folder() / f"{aoti.key_for(engine.model, engine.device, bucket)}.pt2"
-    meta = aoti.read_meta(path) if path.exists() else None
-    if meta is None:
-        meta = aoti.build(fast.model, engine.model, engine.device, bucket, path, progress)
-    return {**meta, "path": str(path)}
+    return {**aoti.ready_meta(fast.model, engine.model, engine.device, bucket, path, progress), "path": str(path)}
 
 
 def to_dynamic(cache: StaticCache, config) -> DynamicCache:
