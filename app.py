@@ -45,6 +45,7 @@ from ui.explore import Explore
 from ui.i18n import I18N, LANG_SYNC_JS, lang_of, t, text
 from ui.models import Models, allowed_from_env
 from viz.css import CSS
+from viz.facts import fmt_count
 
 PAGE_CSS = (Path(__file__).parent / "assets" / "page.css").read_text(encoding="utf-8")
 
@@ -61,7 +62,7 @@ def model_line(i: ModelInfo, lang: str) -> str:
 def model_plain(i: ModelInfo, lang: str) -> str:
     """The model in plain words, first thing on the page (the technical line is behind a toggle)."""
     device = {"cpu": "CPU"}.get(i.device.split(":")[0], "GPU")
-    return text("model_plain", lang).format(name=short_name(i.id), params=f"{i.parameters / 1e6:.0f}", device=device)
+    return text("model_plain", lang).format(name=short_name(i.id), params=fmt_count(i.parameters, lang), device=device)
 
 
 def loading_md(models: Models, lang: str) -> str:

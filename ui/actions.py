@@ -22,6 +22,7 @@ from engine.bench.sweep import LENGTHS, ttft_sweep
 from engine.run.request import APP_DEFAULTS, check_settings, clean_prompt, number
 from engine.schema.trace import Settings, Trace
 from viz import html, served_load, speed
+from viz.fmt import fmt_rate
 from viz.labels import label
 from viz.chips import stop_words
 from viz.notice import embedding_strip, notice_chart
@@ -59,8 +60,9 @@ def make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, lo
 
 def status_md(trace: Trace, lang: str) -> str:
     parts = []
+    colon, comma = ("：", "，") if lang == "zh" else (": ", ", ")     # the page's own punctuation
     if trace.prefill:
-        parts.append(f"{label('prefill', lang)}: {trace.prefill.tokens} {label('tokens', lang)}, "
+        parts.append(f"{label('prefill', lang)}{colon}{trace.prefill.tokens} {label('count_tokens', lang)}{comma}"
                      f"{trace.prefill.ms:.0f} ms")
     if trace.steps:
         parts.append(f"{label('step', lang)} {len(trace.steps)}/{trace.settings.max_new_tokens}")
@@ -69,8 +71,8 @@ def status_md(trace: Trace, lang: str) -> str:
     if s:
         if s.tpot_ms:
             parts.append(f"TPOT {s.tpot_ms:.1f} ms")
-        parts.append(f"{s.tokens_per_s:.1f} {label('tokens_per_s', lang)}")
-        parts.append(f"{label('stop_reason', lang)}: **{stop_words(s.stop_reason, lang)}**")
+        parts.append(fmt_rate(s.tokens_per_s, lang))           # as the speed cards write it
+        parts.append(f"{label('stop_reason', lang)}{colon}**{stop_words(s.stop_reason, lang)}**")
     if trace.served:
         parts.append(label("served_status", lang, endpoint=trace.served.endpoint))
     elif trace.observation and trace.steps:

@@ -38,8 +38,11 @@ ENGINE = {"concurrency_limit": ENGINE_CONCURRENCY, "concurrency_id": "engine"}
 
 
 def intro(step: int) -> gr.Markdown:
-    """A chapter's one-line introduction: the same line that opens its walkthrough step."""
-    return gr.Markdown(t(f"wt_{step}_intro"), elem_classes="tbt-intro")
+    """A chapter's one-line introduction: the same line that opens its walkthrough step, and under it
+    the chapter's legend: which of its numbers are measured, which a formula, which a projection."""
+    line = gr.Markdown(t(f"wt_{step}_intro"), elem_classes="tbt-intro")
+    gr.Markdown(t(f"wt_{step}_legend"), elem_classes="tbt-hint tbt-chapter-legend")
+    return line
 
 
 def plot(elem_id: str) -> gr.Plot:

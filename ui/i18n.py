@@ -7,20 +7,45 @@ it) and sets <html lang>. Charts and HTML drawn by viz/ are made on the server, 
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from pathlib import Path
 
 import gradio as gr
 
+from engine.served.load import LEVELS
+from viz import facts as page_facts
 from viz import strings
 from viz.strings import LANGS  # noqa: F401 (the one list of languages; re-exported)
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 
+@lru_cache(maxsize=2)
+def facts(lang: str) -> dict[str, str]:
+    """The numbers the fixed texts quote (`{prompt_tokens}`, `{kv_heads}`, `{floor}`, ...): from the
+    recording the page opens on, its model's config and the recorded lab (viz/facts.py), never
+    written into the catalogue."""
+    trace = json.loads((ASSETS / "traces" / f"{lang}-next.json").read_text(encoding="utf-8"))
+    try:
+        lab = json.loads((ASSETS / "lab" / "recorded.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        lab = None
+    return {**page_facts.model_facts(trace["model"], len(trace["prompt"]["tokens"]), lang),
+            **page_facts.speed_facts(lab), **page_facts.lab_facts(lab),
+            "load_levels": ("、" if lang == "zh" else ", ").join(map(str, LEVELS))}
+
+
 STRINGS = strings.page()     # assets/strings/page.json + walkthrough.json (viz/strings.py)
-I18N = gr.I18n(**{lang: {k: v[lang] for k, v in STRINGS.items()} for lang in LANGS},
+
+
+def _filled(lang: str) -> dict[str, str]:
+    return {k: page_facts.fill(v[lang], facts(lang)) for k, v in STRINGS.items()}
+
+
+I18N = gr.I18n(**{lang: _filled(lang) for lang in LANGS},
                # browsers report regional tags; map the Chinese ones to our Simplified text
-               **{tag: {k: v["zh"] for k, v in STRINGS.items()} for tag in ("zh-CN", "zh-SG")})
+               **{tag: _filled("zh") for tag in ("zh-CN", "zh-SG")})
 
 
 def t(key: str):

@@ -23,11 +23,13 @@ from engine.errors import EngineError
 from engine.schema.specs import EMBEDDED, PUBLIC_MODELS, short_name
 from viz import lab as charts
 from viz import lab_serving as serving
+from viz.facts import fill
 from viz.fmt import device_name
 from viz.labels import label
 
 from .errors import internal, message, say
 from .gpu import ZERO_GPU, on_gpu, stop_cancels
+from .i18n import facts
 from .models import torch_side
 from .runs import KeptFiles, StopFlags, background
 from .views import chart_or_notice
@@ -151,7 +153,7 @@ def roofline_choices(model_id: str) -> list[str]:
 
 def explain_md(heading: str, explain: str, lang: str) -> str:
     """A section's heading and its two-line explanation (the second line in italics)."""
-    first, second = label(explain, lang).split("\n")
+    first, second = fill(label(explain, lang), facts(lang)).split("\n")    # {k_min} …: the recorded lab
     return f"### {label(heading, lang)}\n{first}  \n*{second}*"
 
 

@@ -51,6 +51,7 @@ COMPONENTS = (1, 1, 1, 2, 2, 2, 4, 1)  # the components `_visual(i)` lays out fo
 LIVE_REDRAW_S = 0.5                  # how often a live run redraws the charts it streams into
 # chart heights (px) on a projector, per step: shorter where the step shows more under its chart
 PRESENT_HEIGHTS = {1: 250, 2: 250, 3: 200, 4: 110, 5: 230, 6: 118, 7: 230}
+LAB_STEP = 5                         # the step that shows the lab's recording, even after a live run
 NEXT_TOKENS = 24                     # the next-token example's length, as recorded (assets/traces/manifest.json)
 
 
@@ -84,7 +85,7 @@ def verdict_md(normal: Trace, reasoning: Trace, lang: str, brief: bool = False) 
                                               expected=question.answer)
     if brief:
         return verdict
-    verdict += text("wt_verdict_more", lang)
+    verdict += text("wt_verdict_more", lang).format(questions=len(QUESTIONS))    # the evaluation's set
     if reasoning.reasoning == "scaffold":
         verdict += text("wt_scaffold_note", lang).format(model=reasoning.model.id.split(":")[-1])
     return verdict
@@ -102,7 +103,7 @@ class Walkthrough:
         traces = live or recorded(lang)
         lab = recorded_results()
         example = traces["next"]
-        source = (text("wt_live", lang).format(date=str((lab or {}).get("created", "?"))[:10]) if live else
+        source = (text("wt_live", lang).format(date=str((lab or {}).get("created", "?"))[:10], lab_step=LAB_STEP + 1) if live else
                   text("wt_recorded", lang).format(date=example.created[:10], device=device_name(example.model.device)))
         return [source, *(view for i in range(STEPS) for view in self.step_views(i, traces, lang, present))]
 
@@ -134,7 +135,7 @@ class Walkthrough:
                     html.output_html(example, step, lang=lang)]
         if i == 4:
             return [draw(speed.timeline_chart, example), html.speed_html(example, lang=lang, compact=present)]
-        if i == 5:
+        if i == LAB_STEP:
             lab = recorded_results()
             return [draw(self.lab_chart, lab), lab_viz.quality_line(lab, lang) if lab else ""]
         if i == 6:
@@ -210,6 +211,8 @@ def build(models, actions, lang, present, model_id) -> list:
                         # the chapter's one-line introduction leads (not on a projector: the presenter says it)
                         gr.Markdown(t(f"wt_{i}_intro"), elem_classes="tbt-wt-intro")
                         gr.Markdown(t(f"wt_{i}_text"), elem_classes="tbt-wt-text")
+                        # what the step's numbers are (measured, formula, projection); a hint, so not on a projector
+                        gr.Markdown(t(f"wt_{i}_legend"), elem_classes="tbt-hint tbt-chapter-legend")
                         with gr.Row():
                             back = gr.Button(t("back"), size="sm", elem_classes="tbt-back",
                                              interactive=i > 0)

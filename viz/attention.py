@@ -36,7 +36,7 @@ def heatmap(trace: Trace, layer: int, head: int | None, lang: str = "en") -> alt
     n = trace.attention.prefill_tokens
     labels = frames.prompt_labels(trace, n)
     side = min(720, max(320, 15 * n))
-    subtitle = [label("heatmap_sub", lang), label("heatmap_sub2", lang)]
+    subtitle = [label("heatmap_sub", lang), label("heatmap_sub2", lang, min_weight=f"{frames.MIN_WEIGHT:g}")]
     if trace.attention.prefill_capped:
         subtitle.append(label("prefill_capped", lang, n=n, total=len(trace.prompt.tokens)))
     domain = list(range(n))

@@ -107,8 +107,9 @@ def prompt_html(trace: Trace, selected: int | None = None, lang: str = "en") -> 
     prompt = trace.prompt
     owners = [tokens for _, tokens in prompt.characters()]
     counts = (_count(len(prompt.raw), "prompt_chars", lang)
-              + _count(prompt.raw_token_count, "prompt_raw_tokens", lang)
-              + _count(len(prompt.tokens), "prompt_tmpl_tokens", lang))
+              + _count(prompt.raw_token_count, "prompt_raw_tokens", lang))
+    if trace.settings.chat_template:          # the templated count only where a template was applied
+        counts += _count(len(prompt.tokens), "prompt_tmpl_tokens", lang)
     legend = (f'<span class="tbt-chip tbt-special"><span class="tbt-text">'
               f'{esc(label("legend_special", lang))}</span></span>'
               f'<span class="tbt-group"><span class="tbt-chars">{esc(label("legend_fragment", lang))}'

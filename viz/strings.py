@@ -52,10 +52,11 @@ def walkthrough() -> dict:
 @lru_cache(maxsize=1)
 def page() -> dict[str, dict[str, str]]:
     """The page's strings: page.json plus the walkthrough's step titles, one-line introductions
-    (also the top line of each Explore chapter) and texts (wt_<i>_title/_intro/_text)."""
+    (also the top line of each Explore chapter), texts and legends (what each chapter's numbers
+    are: measured, formula or projection) (wt_<i>_title/_intro/_text/_legend)."""
     strings = dict(_read("page.json"))
     for i, step in enumerate(walkthrough()["steps"]):
-        for part in ("title", "intro", "text"):
+        for part in ("title", "intro", "text", "legend"):
             strings[f"wt_{i}_{part}"] = step[part]
     return strings
 
