@@ -15,7 +15,7 @@ import gradio as gr
 
 from engine import EngineError
 from engine.schema.branches import ROOT, find, lineage, view
-from viz import html
+from viz import html, verdicts
 from viz.fmt import fmt_bytes, fmt_ms, fmt_p, visible
 from viz.tree import tree_html
 
@@ -67,7 +67,8 @@ def result_md(tree, branch_id: str, lang: str) -> str:
         note += "\n\n" + text("fork_recompute", lang).format(
             reused=f"{b.reused_tokens + 1:,}", step=b.at, ms=fmt_ms(b.recompute_ms),
             ratio=f"{b.recompute_ms / b.summary.ttft_ms:.1f}×")
-    return note + "\n\n" + text("fork_why", lang)
+    # why servers keep prefixes, said as far as this measurement shows it (faster, or not here)
+    return note + "\n\n" + verdicts.fork_reuse(b.recompute_ms, b.summary.ttft_ms if b.summary else None, lang)
 
 
 class ForkPanel:

@@ -8,20 +8,22 @@ Keys: arrows or PageUp/PageDown (what presentation clickers send) press the visi
 
 from __future__ import annotations
 
+import json
 import time
 from functools import lru_cache
 
 import gradio as gr
 
 from engine import EngineError
-from engine.bench.evaluation import QUESTIONS, answer_text, answered, matches, read_answer
+from engine.bench.evaluation import QUESTIONS, answer_text, answered, last_answer, matches, read_answer
 from engine.run.side_by_side import interleave
 from engine.schema.trace import Settings, Trace
 from viz import attention, decode, html, kv, speed
 from viz import reasoning as rviz
 from viz import lab as lab_viz
-from viz import strings
+from viz import strings, verdicts
 from viz.fmt import device_name
+from viz.labels import label
 from viz.sampling import playground_chart
 from viz.theme import presentable
 
@@ -68,6 +70,15 @@ def prompt_of(lang: str, kind: str = "next") -> str:
     return strings.walkthrough()["prompt"][kind][lang]
 
 
+@lru_cache(maxsize=1)
+def recorded_evaluation() -> dict | None:
+    """The evaluation recorded with `python -m engine eval` (assets/eval/), as Explore → 7 opens on it."""
+    try:
+        return json.loads((ASSETS / "eval" / "smollm2-cpu.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def verdict_md(normal: Trace, reasoning: Trace, lang: str, brief: bool = False) -> str:
     """Chapter 7 says plainly whether each mode's answer is right, and what the right one is;
     unless `brief` (a projector, where the narration says the rest), also why one question proves
@@ -77,15 +88,20 @@ def verdict_md(normal: Trace, reasoning: Trace, lang: str, brief: bool = False) 
         return ""
 
     def said(trace: Trace) -> str:
-        got = read_answer(question, answer_text(trace)) if answered(trace) else None
-        if got is None:
-            return text("wt_no_answer", lang)
-        return text("wt_answer_right" if matches(question, got) else "wt_answer_wrong", lang).format(answer=got)
+        """The whole answer judged: the number the evaluation reads (its first) and the one it ends on."""
+        reply = answer_text(trace) if answered(trace) else ""
+        first, last = read_answer(question, reply), last_answer(question, reply)
+        return verdicts.answer(first, matches(question, first), last, matches(question, last), lang)
     verdict = text("wt_verdict", lang).format(normal=said(normal), reasoning=said(reasoning),
                                               expected=question.answer)
     if brief:
         return verdict
-    verdict += text("wt_verdict_more", lang).format(questions=len(QUESTIONS))    # the evaluation's set
+    evaluation = recorded_evaluation()          # what the recorded evaluation measured, not "often better"
+    if evaluation and len(evaluation.get("budgets") or []) > 1:
+        verdict += label("verdict_wt_eval", lang, n=max(r["questions"] for r in evaluation["budgets"]),
+                         k=len(evaluation["budgets"]), reading=verdicts.eval_budgets(evaluation, lang))
+    else:
+        verdict += text("wt_verdict_more", lang).format(questions=len(QUESTIONS))    # the evaluation's set
     if reasoning.reasoning == "scaffold":
         verdict += text("wt_scaffold_note", lang).format(model=reasoning.model.id.split(":")[-1])
     return verdict
@@ -137,7 +153,7 @@ class Walkthrough:
             return [draw(speed.timeline_chart, example), html.speed_html(example, lang=lang, compact=present)]
         if i == LAB_STEP:
             lab = recorded_results()
-            return [draw(self.lab_chart, lab), lab_viz.quality_line(lab, lang) if lab else ""]
+            return [draw(self.lab_chart, lab), self.weights_md(lab, lang, present)]
         if i == 6:
             return [draw(rviz.compare_timeline, normal, reasoning), rviz.reasoning_html(normal, lang),
                     rviz.reasoning_html(reasoning, lang),
@@ -145,6 +161,18 @@ class Walkthrough:
         unsure = least_sure_step(example)
         rows = playground(example.steps[unsure].candidates, 1.0, 10, 0.9) if example.steps else []
         return [draw(playground_chart, rows[:10])]
+
+    @staticmethod
+    def weights_md(lab: dict | None, lang: str, present: bool) -> str:
+        """What the recorded smaller weight formats cost in quality and, off a projector (where the
+        narration says it), whether each was faster or slower per token here, as measured."""
+        if not lab:
+            return ""
+        try:
+            speed = "" if present else "  \n" + lab_viz.weights_summary(lab, lang)
+            return lab_viz.quality_line(lab, lang) + speed
+        except ValueError:              # a recording without the weights experiment
+            return ""
 
     @staticmethod
     def lab_chart(lab: dict | None, lang: str):

@@ -11,6 +11,7 @@ from .chips import chip_text, stop_text
 from .fmt import esc, fmt_bytes, fmt_ms, fmt_nats, fmt_p, fmt_rate, visible
 from .frames import step_of
 from .labels import label
+from . import verdicts
 
 
 def _facts(rows: list[tuple[str, str]]) -> str:
@@ -128,7 +129,7 @@ def speed_html(trace: Trace, lang: str = "en", compact: bool = False) -> str:
         _card(label("prefill_ms", lang), fmt_ms(prefill.ms if prefill else None),
               label("def_prefill", lang, n=n_prompt)),
         _card(label("prefill_rate", lang), fmt_rate(prefill.tokens_per_s if prefill else None, lang),
-              label("def_prefill_rate", lang)),
+              verdicts.prefill_rate(prefill.tokens_per_s if prefill else None, tpot, lang)),   # vs decoding, measured
     ]
     if summary and summary.time_to_first_answer_ms is not None and trace.reasoning is not None:
         cards.append(_card(label("ttfa", lang), fmt_ms(summary.time_to_first_answer_ms),

@@ -18,6 +18,7 @@ from .fmt import DASH, fmt_bytes, fmt_ms
 from .kv import BYTES_LABEL, _powers_of_two
 from .labels import LABELS, label
 from .theme import BLUE, INK, ORANGE
+from . import verdicts
 
 FORMAT_NAMES = {"fp32": "fp32", "bf16": "bf16", "int8": "int8 (LLM.int8)", "bf16-int8": "int8 weight-only (bf16)"}
 
@@ -77,9 +78,7 @@ def kv_chart(result: dict, lang: str = "en") -> alt.LayerChart:
     if frame.empty:
         raise ValueError(label("lab_err_no_steps", lang))
     modes = [label("lab_cache_on", lang), label("lab_cache_off", lang)]
-    speedup = _finite(part.get("speedup"))
-    title = (label("lab_kv_title", lang, x=_ratio(speedup)) if speedup
-             else label("lab_kv_title_partial", lang))
+    title = verdicts.kv_title(part, lang) or label("lab_kv_title_partial", lang)
     same = part.get("identical_tokens")
     subtitle = [label("lab_kv_sub", lang, n=part["new_tokens"], p=part.get("prompt_tokens") or "?",
                       r=part["repeats"]),
@@ -132,10 +131,11 @@ def kv_summary(result: dict, lang: str = "en") -> str:
     runs = part.get("runs", {})
     if "cache_on" not in runs or "cache_off" not in runs:
         return label("lab_partial", lang)
-    on, off = runs["cache_on"], runs["cache_off"]
-    return label("lab_kv_means", lang, x=_ratio(part.get("speedup")), on=fmt_ms(on.get("tpot_ms")),
-                 off=fmt_ms(off.get("tpot_ms")), first=fmt_ms(off["step_ms"][1] if len(off["step_ms"]) > 1 else None),
-                 last=fmt_ms(off["step_ms"][-1]))
+    tpot = label("verdict_kv_tpot", lang, on=fmt_ms(runs["cache_on"].get("tpot_ms")),
+                 off=fmt_ms(runs["cache_off"].get("tpot_ms")))
+    # how each line moves with the context, and the speed-up end to end: said from the figure
+    return ("" if lang == "zh" else " ").join(
+        t for t in (tpot, verdicts.kv_speedup(part, lang), verdicts.kv_lines(part, lang)) if t)
 
 
 def _byte_ticks(largest: float) -> list[int]:
@@ -228,15 +228,10 @@ def attention_summary(result: dict, lang: str = "en") -> str:
     part = section(result, "attention", lang)
     rows = part.get("rows", [])
     longest = max((r["tokens"] for r in rows), default=None)
-    at = {r["implementation"]: r for r in rows if r["tokens"] == longest}
-    if "eager" not in at or "sdpa" not in at:
+    at = {r["implementation"] for r in rows if r["tokens"] == longest}
+    if "eager" not in at or len(at) < 2:
         return label("lab_partial", lang)
-    eager, sdpa = at["eager"], at["sdpa"]
-    return label("lab_attn_means", lang, n=longest, time=_ratio(eager["ms"] / sdpa["ms"]),
-                 eager=fmt_bytes(eager["peak_bytes"]), sdpa=fmt_bytes(sdpa["peak_bytes"]),
-                 matrix=fmt_bytes(eager["attention_matrix_bytes"]),
-                 agree=label("lab_outputs_agree" if all(r["matches_eager"] for r in rows) else "lab_outputs_differ",
-                             lang))
+    return verdicts.attention(part, lang, IMPL_NAMES)
 
 
 # --- 3 weight formats ---------------------------------------------------------------------------
@@ -344,12 +339,8 @@ def weights_summary(result: dict, lang: str = "en") -> str:
     ok = {r["format"]: r for r in part.get("rows", []) if r.get("available")}
     if "fp32" not in ok or len(ok) < 2:
         return label("lab_partial", lang)
-    smallest = min(ok.values(), key=lambda r: r["weight_bytes"])
-    fastest = min(ok.values(), key=lambda r: r.get("tpot_ms") or math.inf)
-    return label("lab_weights_means", lang, small=format_name(smallest["format"], lang),
-                 share=f"{smallest['weight_bytes'] / ok['fp32']['weight_bytes']:.0%}",
-                 agree=f"{smallest['top1_agreement']:.0%}",
-                 fast=format_name(fastest["format"], lang), tpot=fmt_ms(fastest.get("tpot_ms")))
+    # each format's memory and speed against fp32, smaller/faster or not as measured
+    return verdicts.weights(part, lang, {key: format_name(key, lang) for key in ok}) or label("lab_partial", lang)
 
 
 def quality_line(result: dict, lang: str = "en") -> str:

@@ -14,6 +14,7 @@ from .fmt import fmt_ms
 from .lab import _partial_note, _ratio, section
 from .labels import label
 from .theme import BLUE, GREY, INK, ORANGE
+from . import verdicts
 
 PALE = "#e3e6eb"      # drafted past the end of the output: never judged
 
@@ -82,11 +83,9 @@ def batching_summary(result: dict, lang: str = "en") -> str:
     best = max(rows, key=lambda r: r["tokens_per_s"])
     text = label("lab_batch_means", lang, b=best["batch"], x=_ratio(best.get("speedup")),
                  tok=f"{best['tokens_per_s']:.0f}", one=f"{rows[0]['tokens_per_s']:.1f}")
-    at8 = part.get("speedup_at_8")
-    if at8 is not None and at8 < 4:
-        text += " " + label("lab_batch_cpu", lang, x=_ratio(at8), b=part.get("grows_from_batch") or "—",
-                            ridge=part.get("compute_bound_from_batch") or "—")
-    return text
+    # where the step time starts to grow, against the roofline's ridge: what limits batching here
+    verdict = verdicts.batching(part, lang)
+    return f"{text}{'' if lang == 'zh' else ' '}{verdict}" if verdict else text
 
 
 def _spread_ms(spread: dict) -> str:
@@ -137,9 +136,7 @@ def verify_summary(result: dict, lang: str = "en") -> str:
     rows = part.get("rows") or []
     if len(rows) < 2:
         return label("lab_partial", lang)
-    last = rows[-1]
-    return label("lab_verify_means", lang, k=last["k"], x=_ratio(last.get("vs_one")),
-                 per=fmt_ms(last["ms_per_token"]), one=fmt_ms(rows[0]["ms"]["median"]))
+    return verdicts.verify(part, lang)         # flat or not, cheaper than k passes or not: measured
 
 
 # --- 7 speculative decoding ---------------------------------------------------------------------
@@ -231,10 +228,9 @@ def speculative_summary(result: dict, lang: str = "en") -> str:
     best = rows.get(part.get("best") or "")
     if "plain" not in rows or best is None:
         return label("lab_partial", lang)
-    text = label("lab_spec_means", lang, arm=arm_name(best["arm"], lang, part.get("draft_model")),
-                 x=_ratio(best["speedup"]), n=best["new_tokens"], passes=best["passes"],
-                 acc=best["accepted"], drafted=best["accepted"] + best["rejected"])
-    sentences = [text, label("lab_spec_same" if part.get("identical") else "lab_spec_differs", lang)]
+    names = {arm: arm_name(arm, lang, part.get("draft_model")) for arm in rows}
+    sentences = [verdicts.speculative(part, lang, names),          # faster, slower or about the same: measured
+                 label("lab_spec_same" if part.get("identical") else "lab_spec_differs", lang)]
     if part.get("draft_skipped"):
         sentences.append(label("lab_spec_no_draft", lang) if not part.get("draft_given") else part["draft_skipped"])
     return ("" if lang == "zh" else " ").join(sentences)

@@ -11,6 +11,7 @@ from engine.schema.trace import Trace
 from .fmt import esc, fmt_ms, fmt_rate, wrap_lines
 from .labels import label
 from .theme import BLUE, GREY, INK, ORANGE, PURPLE
+from . import verdicts
 
 
 def reasoning_html(trace: Trace | None, lang: str = "en") -> str:
@@ -99,14 +100,7 @@ def eval_reading(result: dict, lang: str = "en") -> list[str]:
     """What the numbers support, and no more: whether the best and worst budgets' 95 % intervals
     overlap, and how many runs never answered."""
     rows = result.get("budgets") or []
-    best = max(rows, key=lambda r: r["accuracy"])
-    worst = min(rows, key=lambda r: r["accuracy"])
-    n = int(max(r["questions"] for r in rows))
-    lines = []
-    if len(rows) > 1:
-        apart = best["ci95"][0] > worst["ci95"][1]
-        lines.append(label("eval_separate" if apart else "eval_overlap", lang, best=best["budget"],
-                           worst=worst["budget"], n=n))
+    lines = [verdicts.eval_budgets(result, lang)] if len(rows) > 1 else []
     unanswered = sum(r.get("never_answered", 0) for r in rows)
     if unanswered:
         lines.append(label("eval_unanswered", lang, k=unanswered))

@@ -8,9 +8,10 @@ import pandas as pd
 from engine.schema.trace import Trace
 
 from . import frames
-from .fmt import fmt_ms
+from .fmt import fmt_ms, wrap_lines
 from .labels import label
 from .theme import BLUE, GREY, INK, ORANGE, PURPLE
+from . import verdicts
 
 
 def _phase_scale(lang: str, thinking: bool = True, first: str | None = None) -> tuple[list[str], alt.Scale]:
@@ -134,5 +135,6 @@ def ttft_vs_length_chart(rows: list[dict], lang: str = "en") -> alt.LayerChart:
                alt.Tooltip("ms:Q", title=label("ms_per_token", lang), format=".1f")]
     return alt.layer(base.mark_line(strokeWidth=2.5).encode(strokeDash=dash),
                      base.mark_point(filled=True, size=60).encode(tooltip=tooltip),
-                     title=alt.Title(label("ttft_len_title", lang), subtitle=[label("ttft_len_sub", lang)]),
+                     title=alt.Title(label("ttft_len_title", lang),      # grew or not: read from the rows
+                                     subtitle=wrap_lines(verdicts.ttft_by_length(rows, lang), 90)),
                      ).properties(width=560, height=300)

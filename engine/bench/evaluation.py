@@ -33,6 +33,7 @@ if TYPE_CHECKING:        # torch loads with the first run, not with this module 
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 ZH_WEEKDAYS = ["星期一", "星期二", "星期三", "星期四", "星期五", "星期六", "星期日", "星期天"]
 NUMBER = re.compile(r"-?\d+(?:[.,]\d+)?")
+BYTE_PIECE = re.compile(r"<[0-9A-F]{2}(?: [0-9A-F]{2})*>")   # the trace's form of a partial character
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,26 @@ def read_answer(question: Question, answer: str) -> str | None:
     lowered = region.lower()
     named = [(lowered.find(o), o) for o in question.options if o in lowered]
     return min(named)[1] if named else None
+
+
+def last_answer(question: Question, answer: str) -> str | None:
+    """The answer the text ends on: in its last line with a number, the number after the last "="
+    or else the last number; for a question with options, the last option named. `read_answer`
+    reads the first; where the two differ, the model contradicted itself (the page says so).
+    Byte pieces of an unfinished character ("<E8>") are not numbers."""
+    answer = BYTE_PIECE.sub("", answer)
+    cue = answer.lower().rfind(SCAFFOLD_ANSWER_CUE.lower())
+    region = answer[cue + len(SCAFFOLD_ANSWER_CUE):] if cue >= 0 else answer
+    if not question.options:
+        for line in reversed(region.replace(",", "").splitlines()):
+            result = NUMBER.findall(line.rsplit("=", 1)[1]) if "=" in line else []
+            numbers = NUMBER.findall(line)
+            if numbers:
+                return result[0] if result else numbers[-1]
+        return None
+    lowered = region.lower()
+    named = [(lowered.rfind(o), o) for o in question.options if o in lowered]
+    return max(named)[1] if named else None
 
 
 def matches(question: Question, got: str | None) -> bool:

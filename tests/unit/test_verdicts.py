@@ -1,0 +1,278 @@
+"""Every comparative sentence flips with its figure (viz/verdicts.py): each verdict is fed a
+recording where its claim holds and the same recording with the numbers changed so that it does
+not, and the words change, in English and in Chinese, while the numbers said are the figure's."""
+
+import copy
+import json
+
+import pytest
+
+from engine.bench.evaluation import QUESTIONS, last_answer, matches, read_answer, wilson
+from viz import lab, lab_serving, verdicts
+from viz.fmt import fmt_ms
+from viz.labels import LABELS, label
+from tests.paths import ROOT
+
+LAB = json.loads((ROOT / "assets" / "lab" / "recorded.json").read_text(encoding="utf-8"))
+EVAL = json.loads((ROOT / "assets" / "eval" / "smollm2-cpu.json").read_text(encoding="utf-8"))
+LANGS = ("en", "zh")
+
+
+def lab_copy() -> dict:
+    return copy.deepcopy(LAB)
+
+
+def said(fn, *args) -> dict[str, str]:
+    """The sentence in both languages."""
+    return {lang: fn(*args, lang) for lang in LANGS}
+
+
+def flips(held: dict[str, str], other: dict[str, str], words: dict[str, tuple[str, str]]) -> None:
+    """`words[lang]` = (in the claim, in its opposite): each appears in its own sentence only."""
+    for lang in LANGS:
+        claim, opposite = words[lang]
+        assert claim in held[lang] and claim not in other[lang], (lang, held[lang], other[lang])
+        assert opposite in other[lang] and opposite not in held[lang], (lang, held[lang], other[lang])
+
+
+# --- 1, 2 KV cache: does each line grow with the context? --------------------------------------
+def test_the_cache_on_line_is_called_level_or_rising_from_its_steps():
+    part = LAB["kv_cache"]
+    level = said(verdicts.kv_lines, part)                       # recorded: 55 ms at both ends
+    line = verdicts.kv_line(part["runs"]["cache_on"], part["prompt_tokens"])
+    assert line["trend"] == "flat"
+    rising = copy.deepcopy(part)
+    on = rising["runs"]["cache_on"]
+    on["step_ms"] = [ms + 2.0 * i for i, ms in enumerate(on["step_ms"])]     # +2 ms a step: a long context
+    grown = verdicts.kv_line(on, part["prompt_tokens"])
+    assert grown["trend"] == "grows"
+    rose = said(verdicts.kv_lines, rising)
+    flips(level, rose, {"en": ("stayed level from", "still grew with the context"),
+                        "zh": ("耗时基本持平", "耗时仍随上下文增长")})
+    for lang in LANGS:                                           # the fitted ends and the margin are said
+        assert fmt_ms(line["start"]) in level[lang] and fmt_ms(line["margin"]) in level[lang]
+        assert fmt_ms(grown["start"]) in rose[lang] and fmt_ms(grown["end"]) in rose[lang]
+        assert f"{part['prompt_tokens'] + 1}" in level[lang]
+
+
+def test_the_cache_off_line_is_called_rising_or_level_from_its_steps():
+    part = LAB["kv_cache"]
+    rising = said(verdicts.kv_lines, part)                      # recorded: 125 ms -> 221 ms
+    level = copy.deepcopy(part)
+    off = level["runs"]["cache_off"]
+    off["step_ms"] = [130.0 + (3.0 if i % 2 else -3.0) for i in range(len(off["step_ms"]))]
+    flat = said(verdicts.kv_lines, level)
+    flips(rising, flat, {"en": ("Without the cache the fitted line rose", "Without the cache the fitted line stayed level"),
+                         "zh": ("关闭缓存时，同样这些步骤的拟合直线从", "关闭缓存时，拟合直线同样基本持平")})
+    line = verdicts.kv_line(part["runs"]["cache_off"], part["prompt_tokens"])
+    assert fmt_ms(line["end"]) in rising["en"] and fmt_ms(line["end"]) in rising["zh"]
+
+
+# --- 3 KV cache: faster end to end? -------------------------------------------------------------
+@pytest.mark.parametrize("speedup, spread, en, zh", [
+    (0.8, (0.75, 0.85), "slower end to end", "反而慢了"),
+    (1.02, (0.9, 1.1), "about the same end to end", "耗时相当"),
+])
+def test_the_kv_title_and_summary_say_faster_only_when_every_repeat_was(speedup, spread, en, zh):
+    held = {lang: lab.kv_chart(LAB, lang).to_dict()["title"]["text"] for lang in LANGS}
+    assert held == {"en": "KV cache: 3.59× faster end to end", "zh": "KV 缓存：端到端提速 3.59×"}
+    changed = lab_copy()
+    changed["kv_cache"].update(speedup=speedup, speedup_spread={"median": speedup, "min": spread[0], "max": spread[1]})
+    other = {lang: lab.kv_chart(changed, lang).to_dict()["title"]["text"] for lang in LANGS}
+    flips(held, other, {"en": ("faster end to end", en), "zh": ("提速", zh)})
+    summary = said(lab.kv_summary, changed)
+    assert f"{spread[0]:.2f}×" in summary["en"] and f"{spread[1]:.2f}×" in summary["zh"]
+    if speedup < 1:
+        assert f"{1 / speedup:.2f}×" in other["en"]                 # the run with the cache took 1.25x the time
+    assert "faster" in lab.kv_summary(LAB, "en") and "faster" not in summary["en"]
+
+
+# --- 4, 5, 6 attention kernels: faster, smaller, same result? ------------------------------------
+def longest(result: dict, impl: str) -> dict:
+    rows = result["attention"]["rows"]
+    n = max(r["tokens"] for r in rows)
+    return next(r for r in rows if r["tokens"] == n and r["implementation"] == impl)
+
+
+def test_a_fused_kernel_is_called_faster_only_beyond_both_spreads():
+    held = said(lab.attention_summary, LAB)                         # 2.00 s against 4.19 s
+    slower, same = lab_copy(), lab_copy()
+    sdpa = longest(slower, "sdpa")
+    sdpa.update(ms=6000.0, spread={"ms": {"median": 6000.0, "min": 5900.0, "max": 6100.0}})
+    eager = longest(same, "eager")
+    longest(same, "sdpa").update(ms=eager["ms"] * 0.98, spread={"ms": {"median": eager["ms"] * 0.98,
+                                                                     "min": eager["ms"] * 0.9, "max": eager["ms"] * 1.1}})
+    flips(held, said(lab.attention_summary, slower), {"en": ("faster than eager's", "slower than eager's"),
+                                                       "zh": ("比 eager 快", "比 eager 慢")})
+    flips(held, said(lab.attention_summary, same), {"en": ("faster than eager's", "about the same time"),
+                                                     "zh": ("比 eager 快", "耗时相当")})
+    assert "6.00 s" in said(lab.attention_summary, slower)["zh"]
+
+
+def test_a_fused_kernel_is_called_smaller_only_when_its_peak_is():
+    held = said(lab.attention_summary, LAB)                         # 27.5 MiB against 91.5 MiB
+    bigger = lab_copy()
+    longest(bigger, "sdpa")["peak_bytes"] = 2 * longest(bigger, "eager")["peak_bytes"]
+    other = said(lab.attention_summary, bigger)
+    flips(held, other, {"en": ("of eager's", "more than eager's"), "zh": ("是 eager（", "还多")})
+    assert "200%" in other["en"] and "30%" in held["en"]
+
+
+def test_same_result_only_within_the_experiments_tolerance():
+    held = said(lab.attention_summary, LAB)
+    differ = lab_copy()
+    longest(differ, "sdpa")["max_abs_logit_diff_vs_eager"] = 0.02
+    other = said(lab.attention_summary, differ)
+    flips(held, other, {"en": ("Same result within rounding", "The results differ"), "zh": ("结果在舍入误差内相同", "结果不同")})
+    assert "2.0e-02" in other["en"] and "0.001" in other["zh"]          # the figure's difference and tolerance
+    differ["attention"]["tolerance"] = 0.05                            # a looser tolerance: the same again
+    assert "Same result" in lab.attention_summary(differ, "en") and "0.05" in lab.attention_summary(differ, "en")
+
+
+# --- 7 weight formats: smaller and faster, or smaller but slower? --------------------------------
+def weights_row(result: dict, fmt: str) -> dict:
+    return next(r for r in result["weights"]["rows"] if r["format"] == fmt)
+
+
+def test_each_weight_format_is_faster_or_slower_as_measured():
+    held = said(lab.weights_summary, LAB)              # recorded: int8 112.8 ms and nf4 95.9 ms against 54.8 ms
+    for lang in LANGS:
+        assert "113 ms" in held[lang] and "95.9 ms" in held[lang] and "54.8 ms" in held[lang]
+    assert "int8 (LLM.int8): 41% of fp32's weight memory, but slower per token" in held["en"]
+    assert "int8 (LLM.int8)：权重内存为 fp32 的 41%，但每 token 更慢" in held["zh"]
+    fast = lab_copy()
+    for fmt in ("int8", "nf4"):
+        row = weights_row(fast, fmt)
+        row["tpot_ms"] = 20.0
+        row["spread"]["tpot_ms"] = {"median": 20.0, "min": 19.0, "max": 21.0}
+    other = said(lab.weights_summary, fast)
+    flips(held, other, {"en": ("but slower per token", "41% of fp32's weight memory, and faster"),
+                        "zh": ("但每 token 更慢", "41%，每 token 也更快")})
+    assert "no fast one for" in held["en"] and "no fast one" not in other["en"]     # the kernel note goes too
+    same = lab_copy()
+    bf16, fp32 = weights_row(same, "bf16"), weights_row(same, "fp32")
+    bf16.update(tpot_ms=fp32["tpot_ms"] * 1.01, spread={**bf16["spread"], "tpot_ms": fp32["spread"]["tpot_ms"]})
+    flips(held, said(lab.weights_summary, same), {"en": ("and faster per token (30.4 ms", "about as fast per token"),
+                                                   "zh": ("每 token 也更快（30.4 ms", "速度与 fp32 相当")})
+
+
+# --- 8 batching: compute, or something below the ridge? ------------------------------------------
+def test_batching_blames_compute_only_from_the_ridge():
+    held = said(lab_serving.batching_summary, LAB)         # recorded: x1.66 at batch 2, ridge at 16
+    assert "at batch 2 (91.1 ms against 54.9 ms), below the roofline's ridge at batch 16" in held["en"]
+    late = lab_copy()
+    rows = late["batching"]["rows"]
+    one = rows[0]["step_ms"]["median"]
+    for r in rows:                                          # level up to the ridge, then growing
+        if 1 < r["batch"] < 16:
+            r["step_ms"]["median"] = one * 1.1
+    compute = said(lab_serving.batching_summary, late)
+    flips(held, compute, {"en": ("not the arithmetic limit", "caps what batching buys"),
+                          "zh": ("限制它的不是计算量", "这限制了批处理的收益")})
+    assert "from batch 16" in compute["en"] and "从批大小 16 起" in compute["zh"]
+    free = lab_copy()
+    for r in free["batching"]["rows"]:
+        r["step_ms"]["median"] = one * 1.2
+    flips(held, said(lab_serving.batching_summary, free), {"en": ("not the arithmetic limit", "cost little extra time"),
+                                                            "zh": ("限制它的不是计算量", "每步几乎不多花时间")})
+
+
+# --- 9 verifying k tokens: flat, and cheaper than k passes? --------------------------------------
+def test_verifying_k_tokens_is_called_flat_or_cheaper_only_as_measured():
+    held = said(lab_serving.verify_summary, LAB)           # recorded: 1.68x at k = 2; 143 ms for 16 vs 905 ms
+    flat = lab_copy()
+    for r in flat["verify"]["rows"][1:3]:
+        r["ms"].update(median=58.0, min=55.0, max=60.0)
+    other = said(lab_serving.verify_summary, flat)
+    flips(held, other, {"en": ("does not stay flat", "Up to k = 4"), "zh": ("曲线并不平坦", "直到 k = 4")})
+    dear = lab_copy()
+    dear["verify"]["rows"][-1]["ms"].update(median=1500.0, min=1400.0, max=1600.0)
+    flips(held, said(lab_serving.verify_summary, dear), {"en": ("still cheaper than 16", "cost more than 16"),
+                                                          "zh": ("省时", "还慢")})
+    assert "905 ms" in held["en"] and "143 ms" in held["zh"]
+
+
+# --- 10 speculative decoding: faster than plain greedy? ------------------------------------------
+def test_speculative_decoding_is_called_faster_only_beyond_both_spreads():
+    held = said(lab_serving.speculative_summary, LAB)      # recorded: lookup_10 at 2.54x
+    slow = lab_copy()
+    for r in slow["speculative"]["rows"]:
+        if r["arm"] != "plain":
+            r["ms"] = {"median": 6000.0, "min": 5900.0, "max": 6100.0}
+            r["tokens_per_s"] = r["new_tokens"] / 6.0
+    other = said(lab_serving.speculative_summary, slow)
+    flips(held, other, {"en": ("2.54× as fast as plain greedy", "ran slower than plain greedy"),
+                        "zh": ("生成速度是普通贪心解码的 2.54×", "也比普通贪心解码慢")})
+    assert "36.2 against 14.2 tokens/s" in held["en"] and f"{59 / 6.0:.1f} 对 14.2" in other["zh"]
+
+
+# --- 11, 12 speed chapter: TTFT against length, prefill against decode ---------------------------
+def test_ttft_is_said_to_grow_with_the_prompt_only_when_it_did():
+    grows = [{"prompt_tokens": 16, "ttft_ms": 40.0, "prefill_ms": 35.0}, {"prompt_tokens": 512, "ttft_ms": 400.0, "prefill_ms": 390.0}]
+    level = [{"prompt_tokens": 16, "ttft_ms": 40.0, "prefill_ms": 35.0}, {"prompt_tokens": 512, "ttft_ms": 41.0, "prefill_ms": 36.0}]
+    held, other = said(verdicts.ttft_by_length, grows), said(verdicts.ttft_by_length, level)
+    held, other = {k: " ".join(v) for k, v in held.items()}, {k: " ".join(v) for k, v in other.items()}
+    flips(held, other, {"en": ("TTFT grew from 40.0 ms", "TTFT stayed within 10%"), "zh": ("增长到", "变化不超过 10%")})
+    assert "400 ms at 512" in held["en"] and "41.0 ms" in other["zh"]
+
+
+def test_prefill_is_said_faster_than_decoding_only_when_it_was():
+    held, other = said(verdicts.prefill_rate, 800.0, 50.0), said(verdicts.prefill_rate, 15.0, 50.0)  # decode: 20 tok/s
+    flips(held, other, {"en": ("40.0× this run's decode rate", "here slower than"), "zh": ("的 40.0×", "还慢")})
+    assert "20" in held["en"] and "0.75×" in other["zh"]
+    assert verdicts.prefill_rate(None, 50.0, "en") == label("verdict_prefill_rate_plain", "en")
+
+
+# --- 13 reasoning: is one thinking budget better? ------------------------------------------------
+def test_a_budget_is_called_better_only_when_the_intervals_part():
+    held = said(verdicts.eval_budgets, EVAL)               # recorded: 2, 4, 3 of 20: the intervals overlap
+    assert "Budget 32: 4 of 20 right (95 % confidence interval 8%–42%); budget 0: 2 of 20 (3%–30%)" in held["en"]
+    apart = copy.deepcopy(EVAL)
+    row = apart["budgets"][1]
+    row.update(correct=17, accuracy=0.85, ci95=list(wilson(17, 20)))
+    other = said(verdicts.eval_budgets, apart)
+    flips(held, other, {"en": ("could be chance", "did better beyond chance"), "zh": ("可能只是偶然", "确实答得更好")})
+    assert "17 of 20" in other["en"] and "20 题答对 17 题" in other["zh"]
+    equal = copy.deepcopy(EVAL)
+    for r in equal["budgets"]:
+        r.update(correct=3, accuracy=0.15, ci95=list(wilson(3, 20)))
+    flips(held, said(verdicts.eval_budgets, equal), {"en": ("overlap", "same share right"), "zh": ("重叠", "比例都相同")})
+
+
+# --- 14 reasoning: the whole answer judged -------------------------------------------------------
+def judged(question, reply: str) -> dict[str, str]:
+    first, last = read_answer(question, reply), last_answer(question, reply)
+    return said(lambda lang: verdicts.answer(first, matches(question, first), last, matches(question, last), lang))
+
+
+def test_an_answer_that_goes_on_to_another_number_is_not_just_called_right():
+    apples = next(q for q in QUESTIONS if q.id == "apples")
+    recorded = " 12\n\nTom has 5 apples and buys 7 more apples, so he has 12 - 7 = 2 apples now."
+    consistent = " 12\n\nTom has 5 apples and buys 7 more apples, so he has 5 + 7 = 12 apples now."
+    assert (read_answer(apples, recorded), last_answer(apples, recorded)) == ("12", "2")
+    held, other = judged(apples, consistent), judged(apples, recorded)
+    assert held == {"en": "answered 12, which is right", "zh": "回答 12，正确"}
+    for lang, (claim, opposite) in {"en": ("answered 12, which is right", "ends on 2, which is **wrong**: it contradicts"),
+                                    "zh": ("回答 12，正确", "却得出 2，**错误**：前后矛盾")}.items():
+        assert held[lang] == claim and other[lang].startswith(claim + ("，" if lang == "zh" else ","))
+        assert opposite in other[lang] and opposite not in held[lang]
+    assert last_answer(apples, "小明有12个<E8>") == "12"          # a byte piece is not a number
+
+
+def test_every_verdict_key_has_an_opposite_in_both_languages():
+    """Each comparison has its other wordings in the catalogue (a claim without its opposite would
+    be said whatever the figure)."""
+    families = ["verdict_kv_title_", "verdict_kv_on_", "verdict_kv_off_", "verdict_attn_time_", "verdict_attn_memory_",
+                "verdict_w_smaller_", "verdict_verify_k_", "verdict_spec_", "verdict_ttft_", "verdict_eval_"]
+    for family in families:
+        assert len([k for k in LABELS if k.startswith(family)]) >= 2, family
+
+
+# --- 15 fork: reusing the prefix against recomputing it ------------------------------------------
+def test_the_fork_says_reuse_was_faster_only_when_it_was():
+    held, other = said(verdicts.fork_reuse, 300.0, 100.0), said(verdicts.fork_reuse, 80.0, 100.0)
+    flips(held, other, {"en": ("Reusing the cache was faster here", "recomputing was even faster"),
+                        "zh": ("这里沿用缓存更快", "重算反而比沿用缓存更快")})
+    assert "3.00×" in held["en"] and "0.80×" in other["zh"]
+    same = said(verdicts.fork_reuse, 105.0, 100.0)
+    flips(held, same, {"en": ("This is why", "about as long"), "zh": ("这就是", "耗时相当")})
