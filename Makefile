@@ -36,9 +36,10 @@ run: $(STAMP)
 test: $(STAMP) $(LLAMA) chromium
 	$(PY) -m pytest
 
-# The quick loop: tests/unit and tests/engine (the bench test needs llama.cpp; no server, no browser).
+# The quick loop: tests/unit and tests/engine but the slow ones (the bench test needs llama.cpp; no
+# server, no browser): a few minutes once the compiled step is on disk.
 quick: $(STAMP) $(LLAMA)
-	$(PY) -m pytest -m "unit or engine"
+	$(PY) -m pytest -m "(unit or engine) and not slow"
 
 bench: $(STAMP) $(LLAMA)
 	$(PY) -m engine bench --json

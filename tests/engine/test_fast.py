@@ -179,3 +179,23 @@ def test_other_threads_step_through_the_serving_main_thread(engine, fast):
     served.join()
     assert results["trace"].observation.decode == "compiled" and not MAIN.serving
     assert fast.in_use == 0
+
+
+def test_a_package_once_measured_slower_is_timed_again_not_given_up(engine, fast, tmp_path):
+    """A build on a busy machine can time the compiled step slower than eager; that sidecar must
+    not turn the path off for good on this machine: the next start measures it again."""
+    import json
+    import shutil
+
+    from engine.compiled import aoti
+    path = tmp_path / fast.package(BUCKET).name
+    shutil.copy(fast.package(BUCKET), path)
+    stale = {**json.loads(fast.package(BUCKET).with_suffix(".json").read_text()),
+             "use": False, "eager_ms": 313.0, "compiled_ms": 1210.0}
+    path.with_suffix(".json").write_text(json.dumps(stale))
+    meta = aoti.ready_meta(fast.model, engine.model, engine.device, BUCKET, path)
+    assert (meta["eager_ms"], meta["compiled_ms"]) != (313.0, 1210.0)            # measured again
+    assert json.loads(path.with_suffix(".json").read_text()) == meta              # and kept
+    refused = {**meta, "use": False, "same_tokens": False, "eager_ms": 1.0}
+    path.with_suffix(".json").write_text(json.dumps(refused))
+    assert aoti.ready_meta(fast.model, engine.model, engine.device, BUCKET, path) == refused   # differing tokens stay refused

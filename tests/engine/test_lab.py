@@ -340,7 +340,8 @@ def test_weights_refuse_models_above_the_hosts_size_before_loading_anything(engi
     small_cap = copy.copy(engine)
     small_cap.limits = Limits(lab_max_parameters=100_000_000)         # below SmolLM2's 135M
     loads = []
-    monkeypatch.setattr(weights, "load", lambda *a, **k: loads.append(a))
+    from engine.lab import formats
+    monkeypatch.setattr(formats, "load", lambda *a, **k: loads.append(a))
     with pytest.raises(InvalidRequest, match="100M|0.1B|TBT_LAB_MAX_PARAMS"):
         weights.run(small_cap, quick=True)
     assert loads == []
