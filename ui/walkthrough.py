@@ -29,7 +29,7 @@ from viz.theme import presentable
 
 from .errors import refused
 from .gpu import on_gpu
-from .i18n import ASSETS, t, text
+from .i18n import ASSETS, STRINGS, t, text
 from .lab_tab import recorded_results
 from .models import torch_side
 from .runs import ENGINE_CONCURRENCY
@@ -239,6 +239,8 @@ def build(models, actions, lang, present, model_id) -> list:
                         # the chapter's one-line introduction leads (not on a projector: the presenter says it)
                         gr.Markdown(t(f"wt_{i}_intro"), elem_classes="tbt-wt-intro")
                         gr.Markdown(t(f"wt_{i}_text"), elem_classes="tbt-wt-text")
+                        if f"wt_{i}_more" in STRINGS:      # the details; a projector shows the narration only
+                            gr.Markdown(t(f"wt_{i}_more"), elem_classes="tbt-wt-more")
                         # what the step's numbers are (measured, formula, projection); a hint, so not on a projector
                         gr.Markdown(t(f"wt_{i}_legend"), elem_classes="tbt-hint tbt-chapter-legend")
                         with gr.Row():

@@ -53,11 +53,13 @@ def walkthrough() -> dict:
 def page() -> dict[str, dict[str, str]]:
     """The page's strings: page.json plus the walkthrough's step titles, one-line introductions
     (also the top line of each Explore chapter), texts and legends (what each chapter's numbers
-    are: measured, formula or projection) (wt_<i>_title/_intro/_text/_legend)."""
+    are: measured, formula or projection) and, for some steps, the details under the narration that
+    a projector leaves out (wt_<i>_title/_intro/_text/_legend/_more)."""
     strings = dict(_read("page.json"))
     for i, step in enumerate(walkthrough()["steps"]):
-        for part in ("title", "intro", "text", "legend"):
-            strings[f"wt_{i}_{part}"] = step[part]
+        for part in ("title", "intro", "text", "legend", "more"):
+            if part in step:           # "more": the details a projector leaves out (some steps)
+                strings[f"wt_{i}_{part}"] = step[part]
     return strings
 
 

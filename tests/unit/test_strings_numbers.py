@@ -61,11 +61,11 @@ def test_the_fixed_texts_have_every_number_filled():
     for lang in ("en", "zh"):
         shown = I18N.translations[lang]
         left = {k: PLACEHOLDER.findall(shown[k]) for k in STRINGS
-                if (k.startswith("wt_") and k.rsplit("_", 1)[-1] in ("title", "intro", "text", "legend"))
+                if re.fullmatch(r"wt_\d+_(?:title|intro|text|legend|more)", k)
                 or k in ("load_sweep", "logit_lens_info")}
         assert not any(left.values()), {k: v for k, v in left.items() if v}
     assert facts("en")["kv_heads"] == "3" and facts("en")["heads"] == "9"    # SmolLM2's config: GQA
-    assert "3 KV heads" in I18N.translations["en"]["wt_2_text"]
+    assert "3 KV heads" in I18N.translations["en"]["wt_2_more"]
     assert fill("{a} and {b}", {"a": "x"}) == "x and {b}"
 
 
@@ -103,9 +103,21 @@ def test_the_seed_ideas_are_said():
     page = strings.page()
     assert "自回归" in page["wt_3_text"]["zh"] and "autoregressive" in page["wt_3_text"]["en"]
     assert "流式" in page["wt_3_text"]["zh"] and "stream" in page["wt_3_text"]["en"]
-    assert "{kv_heads}" in page["wt_2_text"]["en"] and "batch" in page["wt_2_text"]["en"]
+    assert "{kv_heads}" in page["wt_2_more"]["en"] and "batch size" in page["wt_2_text"]["en"]
     assert "training-time" in page["wt_6_text"]["en"] and "训练时" in page["wt_6_text"]["zh"]
-    assert "{gpu}" in page["wt_4_text"]["en"] and "{weights}" in page["wt_4_text"]["zh"]
+    assert "{gpu}" in page["wt_4_text"]["en"] and "{weights}" in page["wt_4_more"]["zh"]
+    assert "queue" in page["wt_4_more"]["en"] and "排队" in page["wt_4_more"]["zh"]
+
+
+def test_a_projector_gets_the_narration_and_the_page_the_details():
+    """Presenter mode shows the narration only (it must fit 1280x720); the details under it are for
+    the page (hidden on a projector by assets/page.css)."""
+    from tests.paths import ROOT
+    css = (ROOT / "assets" / "page.css").read_text(encoding="utf-8")
+    assert "body.tbt-present .tbt-wt-more { display: none" in css
+    page = strings.page()
+    assert all(len(page[f"wt_{i}_text"]["en"]) <= 600 and len(page[f"wt_{i}_text"]["zh"]) <= 280
+               for i in range(8)), [(i, len(page[f"wt_{i}_text"]["en"])) for i in range(8)]
 
 
 def test_the_tokens_chapter_counts_the_template_only_when_one_was_applied():
