@@ -276,3 +276,21 @@ def test_the_fork_says_reuse_was_faster_only_when_it_was():
     assert "3.00×" in held["en"] and "0.80×" in other["zh"]
     same = said(verdicts.fork_reuse, 105.0, 100.0)
     flips(held, same, {"en": ("This is why", "about as long"), "zh": ("这就是", "耗时相当")})
+
+
+# --- 16, 17 reasoning on a projector: the evaluation in one sentence, and the first answer's wait --
+def test_the_short_evaluation_verdict_flips_with_the_intervals():
+    held = said(verdicts.eval_short, EVAL)
+    apart = copy.deepcopy(EVAL)
+    apart["budgets"][1].update(correct=17, accuracy=0.85, ci95=list(wilson(17, 20)))
+    other = said(verdicts.eval_short, apart)
+    flips(held, other, {"en": ("no measurable difference", "shows a difference"), "zh": ("看不出可测的差别", "显示出差别")})
+    assert "budget 32 got 4 of 20 right, budget 0 2 of 20" in held["en"] and "预算 32 答对 17/20" in other["zh"]
+
+
+def test_the_first_answer_is_said_later_only_when_it_came_later():
+    held, other = said(verdicts.first_answer, 155.0, 3130.0), said(verdicts.first_answer, 155.0, 160.0)
+    flips(held, other, {"en": ("20.2× the normal run's 155 ms", "about the same time"),
+                        "zh": ("是普通模式（155 ms）的 20.2×", "差不多早")})
+    assert "3.13 s" in held["zh"] and "160 ms" in other["en"]
+    assert "sooner" in verdicts.first_answer(155.0, 100.0, "en")
