@@ -51,7 +51,7 @@ def batching_chart(result: dict, lang: str = "en") -> alt.LayerChart:
         layers.append(alt.Chart(bounds).mark_line(strokeDash=[6, 4]).encode(
             x=x, y=y, color=color, tooltip=[alt.Tooltip("batch:Q"), alt.Tooltip("ms:Q", format=".2f"),
                                             alt.Tooltip("by:N", title=label("lab_limited", lang))]))
-    grows = part.get("grows_from_batch")
+    grows = verdicts.batch_grows_from(part)          # from the rows shown, as the verdict reads them
     if grows:
         mark = pd.DataFrame([{"batch": grows, "text": label("lab_batch_grows", lang, b=grows)}])
         layers += [alt.Chart(mark).mark_rule(color=ORANGE, strokeDash=[2, 2]).encode(x=x),

@@ -186,6 +186,17 @@ def weights(part: dict, lang: str, names: dict[str, str]) -> str:
 
 
 # --- batching (lab experiment 5) ----------------------------------------------------------------
+def batch_grows_from(part: dict) -> int | None:
+    """The first batch whose step time reaches the threshold (1.25× unless the run says) times
+    batch 1's, as the engine marks it; None if none does. The chart's mark and the verdict use it."""
+    rows = sorted(part.get("rows") or [], key=lambda r: r["batch"])
+    if len(rows) < 2:
+        return None
+    threshold = float(part.get("grows_threshold") or 1.25)
+    one = rows[0]["step_ms"]["median"]
+    return next((r["batch"] for r in rows[1:] if r["step_ms"]["median"] >= threshold * one), None)
+
+
 def batching(part: dict, lang: str) -> str:
     """Where the step time starts to grow with the batch, against where the roofline says the
     arithmetic takes over (its ridge): compute caps batching only if the growth starts at the ridge."""
@@ -194,7 +205,7 @@ def batching(part: dict, lang: str) -> str:
         return ""
     threshold = float(part.get("grows_threshold") or 1.25)
     one = rows[0]["step_ms"]["median"]
-    grows = next((r for r in rows[1:] if r["step_ms"]["median"] > threshold * one), None)
+    grows = next((r for r in rows if r["batch"] == batch_grows_from(part)), None)
     ridge = next((r["batch"] for r in rows if "compute_bound_ms" in r
                   and r["compute_bound_ms"] >= r["bandwidth_bound_ms"]), None)
     values = dict(thr=_x(threshold), one=fmt_ms(one), ridge=ridge, top=rows[-1]["batch"],

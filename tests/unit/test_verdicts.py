@@ -170,6 +170,10 @@ def test_batching_blames_compute_only_from_the_ridge():
     flips(held, compute, {"en": ("not the arithmetic limit", "caps what batching buys"),
                           "zh": ("限制它的不是计算量", "这限制了批处理的收益")})
     assert "from batch 16" in compute["en"] and "从批大小 16 起" in compute["zh"]
+    marks = {name: json.dumps(lab_serving.batching_chart(result).to_dict(), ensure_ascii=False)
+             for name, result in (("recorded", LAB), ("late", late))}      # the chart's mark moves with it
+    assert label("lab_batch_grows", b=2) in marks["recorded"] and label("lab_batch_grows", b=2) not in marks["late"]
+    assert label("lab_batch_grows", b=16) in marks["late"]
     free = lab_copy()
     for r in free["batching"]["rows"]:
         r["step_ms"]["median"] = one * 1.2
