@@ -65,7 +65,7 @@ def status_md(trace: Trace, lang: str) -> str:
         parts.append(f"{label('prefill', lang)}{colon}{trace.prefill.tokens} {label('count_tokens', lang)}{comma}"
                      f"{trace.prefill.ms:.0f} ms")
     if trace.steps:
-        parts.append(f"{label('step', lang)} {len(trace.steps)}/{trace.settings.max_new_tokens}")
+        parts.append(f"{label('lab_decode_step', lang)} {len(trace.steps)}/{trace.settings.max_new_tokens}")
         parts.append(f"TTFT {trace.steps[0].t_ms:.0f} ms")
     s = trace.summary
     if s:

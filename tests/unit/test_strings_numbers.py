@@ -129,3 +129,12 @@ def test_the_tokens_chapter_counts_the_template_only_when_one_was_applied():
         assert not trace.settings.chat_template
         assert strings.charts()["prompt_tmpl_tokens"][lang] not in prompt_html(trace, lang=lang)
         assert strings.charts()["prompt_raw_tokens"][lang] in prompt_html(trace, lang=lang)
+
+
+def test_the_status_line_says_speed_as_the_cards_do_with_the_page_punctuation():
+    from ui.actions import status_md
+    from ui.walkthrough import recorded
+    zh, en = status_md(recorded("zh")["next"], "zh"), status_md(recorded("en")["next"], "en")
+    assert "token/秒" in zh and "每秒 token 数" not in zh and "解码步" in zh
+    assert not re.search(r"[:,](?=\s)", zh.replace("TTFT", "").replace("TPOT", "")), zh
+    assert "tok/s" in en and "decode step" in en
