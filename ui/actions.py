@@ -80,7 +80,7 @@ def status_md(trace: Trace, lang: str) -> str:
         parts.append(label("decode_compiled", lang, slots=o.static_cache_tokens) if o.decode == "compiled"
                      else label("decode_eager", lang))
         if o.beside_compile:
-            parts.append(label("beside_compile", lang))
+            parts.append(label("verdict_beside_compile", lang))     # a hedge: no figure says how much slower
     return " · ".join(parts)
 
 
