@@ -138,3 +138,14 @@ def test_the_status_line_says_speed_as_the_cards_do_with_the_page_punctuation():
     assert "token/秒" in zh and "每秒 token 数" not in zh and "解码步" in zh
     assert not re.search(r"[:,](?=\s)", zh.replace("TTFT", "").replace("TPOT", "")), zh
     assert "tok/s" in en and "decode step" in en
+
+
+def test_every_chapter_says_what_its_numbers_are():
+    """Each chapter's legend (under its introduction in Explore, under the narration in the
+    walkthrough) names what is measured, and only the chapters with a formula or a projection
+    name those."""
+    page = strings.page()
+    for i in range(8):
+        en, zh = page[f"wt_{i}_legend"]["en"], page[f"wt_{i}_legend"]["zh"]
+        assert "**Measured**" in en and "**实测**" in zh, i
+        assert ("**Projection**" in en) == ("**推算**" in zh) == (i in (2, 5)), i
