@@ -35,7 +35,7 @@ import gradio as gr
 from engine import EngineError
 from engine.compiled.main_thread import MAIN
 from engine.environment import Limits
-from engine.served import endpoints_from_env
+from engine.served import Endpoint, endpoints_from_env
 from engine.schema.specs import short_name
 from engine.schema.trace import ModelInfo
 from ui import walkthrough
@@ -44,7 +44,8 @@ from ui.api import Api
 from ui.explore import Explore
 from ui.i18n import I18N, LANG_SYNC_JS, lang_of, t, text
 from ui.models import Models, allowed_from_env
-from viz.css import CSS
+from ui.fonts import font_css, theme
+from viz.css import CSS, HEAD_CSS
 from viz.facts import fmt_count
 
 PAGE_CSS = (Path(__file__).parent / "assets" / "page.css").read_text(encoding="utf-8")
@@ -59,9 +60,13 @@ def model_line(i: ModelInfo, lang: str) -> str:
         kv=i.kv_heads, quant=quant, dtype=i.dtype, device=i.device, attn=i.attn_implementation)
 
 
-def model_plain(i: ModelInfo, lang: str) -> str:
-    """The model in plain words, first thing on the page (the technical line is behind a toggle)."""
+def model_plain(i: ModelInfo, lang: str, served: Endpoint | None = None) -> str:
+    """The model in plain words, first thing on the page (the technical line is behind a toggle);
+    while "Run on" names a served model (`served`), where runs go: that server, not this one's CPU."""
     device = {"cpu": "CPU"}.get(i.device.split(":")[0], "GPU")
+    if served is not None:
+        return text("model_plain_served", lang).format(endpoint=served.name, model=served.model,
+                                                       name=short_name(i.id), device=device)
     return text("model_plain", lang).format(name=short_name(i.id), params=fmt_count(i.parameters, lang), device=device)
 
 
@@ -111,22 +116,28 @@ def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
                     wants_present, caps_md(models.limits, language), gr.update(info=explore.prompt_info(language)),
                     gr.skip() if models.loaded else loading_md(models, language)]
 
-        def describe(language: str, chosen: str | None) -> list:
+        def header(language: str, source: str | None) -> str:
+            """Where runs go: this page's model, or the served model "Run on" names."""
+            return model_plain(models.engine.info, language, actions.endpoints.get(source or ""))
+
+        def describe(language: str, chosen: str | None, source: str | None) -> list:
             """The model, once it is loaded (a page opened during start-up waits here). If the
             default could not be loaded, the list of models changed meanwhile."""
             info = models.engine.info
-            return [model_plain(info, language), model_line(info, language),
+            return [header(language, source), model_line(info, language),
                     gr.update(value=models.notice(language), visible=models.fallback is not None),
                     gr.update(choices=models.allowed, value=chosen if chosen in models.allowed else models.default,
                               visible=len(models.allowed) > 1), gr.update(choices=explore.source_choices())]
         sync.change(on_sync, [present], [lang, present, top, presenter, caps, explore.prompt, plain],
                     api_visibility="private").then(
-            describe, [lang, model_id], [plain, line, notice, model_id, explore.source], api_visibility="private",
+            describe, [lang, model_id, explore.source], [plain, line, notice, model_id, explore.source],
+            api_visibility="private",
             show_progress="hidden").then(
             explore.relabel_all, explore.render_inputs,
             [explore.trace, explore.tree_state, explore.branch, *explore.views],
             api_visibility="private").then(
             wt.views, [live, lang, present], wt_outputs, api_visibility="private")
+        explore.source.input(header, [lang, explore.source], plain, api_visibility="private", show_progress="hidden")
         presenter.input(lambda on: on, presenter, present, js=PRESENTER_JS, api_visibility="private").then(
             wt.views, [live, lang, present], wt_outputs, api_visibility="private")
 
@@ -152,7 +163,9 @@ def main() -> None:
     # (drawing a chart, reading a file) may serve a few visitors at once instead of one.
     demo.queue(max_size=64, default_concurrency_limit=4).launch(
         server_name=args.host, server_port=args.port, share=args.share, show_error=False,
-        css=CSS + PAGE_CSS, i18n=I18N, max_file_size=models.limits.max_upload_bytes, prevent_thread_lock=True)
+        css=CSS + PAGE_CSS, i18n=I18N, max_file_size=models.limits.max_upload_bytes, prevent_thread_lock=True,
+        # the page's typeface from local files (ui/fonts.py), and the rules css= cannot carry (viz/css.py)
+        theme=theme(), head=f"<style>{font_css()}{HEAD_CSS}</style>")
     try:
         models.load_default()       # torch, transformers and the weights: the page is already up
         logging.info("%s is loaded: runs can start", models.default)

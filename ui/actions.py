@@ -149,14 +149,14 @@ class Actions:
         except EngineError as exc:
             raise refused(exc, lang) from None
         endpoint = self.endpoint(source, lang)
-        local = endpoint.tokenizer if endpoint is not None else ""
-        engine = self.models.get((EMBEDDED if local == "embedded" else local) or model_id, lang)
+        local = self.served_tokenizer(endpoint, lang) if endpoint is not None else None
+        engine = local if local is not None else self.models.get(model_id, lang)
         with self.flags.running(request) as flag:
             try:
                 if endpoint is not None:      # the server's model; ours only maps its tokens (if named)
                     plain = replace(settings, attention=False, logit_lens=False)
-                    events = torch_side("engine.served.client").stream_served(
-                        endpoint, prompt, plain, local=engine if endpoint.tokenizer else None, cancel=flag)
+                    events = torch_side("engine.served.client").stream_served(endpoint, prompt, plain, local=local,
+                                                                              cancel=flag)
                 else:
                     events = torch_side("engine.run.generate").stream_trace(engine, prompt, settings, cancel=flag,
                                                                         keep_cache=True)   # forks reuse it
@@ -196,15 +196,20 @@ class Actions:
     def stop(self, request: gr.Request):
         self.flags.stop_tab(request)
 
-    def load_sweep(self, source, prompt, lang, progress=gr.Progress()):
+    def load_sweep(self, source, prompt, chat_template, lang, progress=gr.Progress()):
         """The chosen served model under 1, 2, 4 and 8 concurrent streams (bounded: one wave per
-        level, 32 tokens each, a 90 s budget; one sweep at a time on the page)."""
+        level, 32 tokens each, a 90 s budget; one sweep at a time on the page). Each request sends
+        what a run of the same prompt sends: the chat template applied as `stream_served` applies
+        it (client.sent_text), so a prompt that runs also sweeps."""
         endpoint = self.endpoint(source, lang)
         if endpoint is None:
             raise gr.Error(label("load_pick_served", lang), title=say("error_title", lang))
         text = prompt if isinstance(prompt, str) and prompt.strip() else "Explain in two sentences why the sky is blue."
         try:
-            result = load_sweep(endpoint, text, max_tokens=32, rounds=1, slo=Slo(*environment.slo_ms()),
+            local = self.served_tokenizer(endpoint, lang)
+            sent = torch_side("engine.served.client").sent_text(
+                endpoint, text, replace(APP_DEFAULTS, chat_template=bool(chat_template)), local)
+            result = load_sweep(endpoint, sent, max_tokens=32, rounds=1, slo=Slo(*environment.slo_ms()),
                                 budget_s=90, progress=lambda f, d: progress(f, desc=d))
             return (gr.Plot(served_load.load_chart(result, lang=lang), visible=True),
                     gr.Dataframe(served_load.load_table(result, lang=lang), visible=True))
@@ -212,6 +217,13 @@ class Actions:
             raise refused(exc, lang) from None
         except ValueError as exc:          # the sweep's own refusal of its arguments
             raise gr.Error(str(exc)) from None
+
+    def served_tokenizer(self, endpoint: Endpoint, lang: str = "en") -> Engine | None:
+        """The loaded model the host names as `endpoint`'s tokenizer (its chat template, its token
+        ids), or None when it names none."""
+        if not endpoint.tokenizer:
+            return None
+        return self.models.get(EMBEDDED if endpoint.tokenizer == "embedded" else endpoint.tokenizer, lang)
 
     def trace_file(self, trace: Trace | None):
         return self.files.write(trace) if trace is not None else None

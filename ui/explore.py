@@ -24,7 +24,7 @@ from .i18n import ASSETS, LANGS, t, text
 from .runs import ENGINE_CONCURRENCY
 from .walkthrough import recorded
 from .views import (AVERAGE, clamp, decode_view, head_choices, kv_view, least_sure_step, prefill_view,
-                    sampling_view, speed_view, tokens_view)
+                    sampling_view, speed_view, tokens_view, whole_word)
 
 CLICK_JS = """
 element.addEventListener('click', (e) => {
@@ -50,9 +50,13 @@ def plot(elem_id: str) -> gr.Plot:
 
 
 def first_word(trace) -> int:
-    """Index of the first token of the visitor's own text (after the chat template's preamble)."""
+    """Index of the first whole word of the visitor's own text (after the chat template's
+    preamble; views.whole_word: a Chinese prompt opens on a character, not on the byte piece
+    <E5 B0>), else of its first token."""
     begin = max(trace.prompt.templated.find(trace.prompt.raw), 0)
-    return next((i for i, t in enumerate(trace.prompt.tokens) if t.start >= begin and not t.special), 0)
+    tokens = trace.prompt.tokens
+    own = [i for i, t in enumerate(tokens) if t.start >= begin and not t.special]
+    return next((i for i in own if whole_word(tokens, i)), own[0] if own else 0)
 
 
 def is_recording(trace) -> bool:
@@ -139,7 +143,7 @@ class Explore:
                 self.step = gr.Slider(0, 1, value=0, step=1, label=t("decode_step"), elem_id="step")
                 self.step_facts = gr.HTML(elem_id="step-facts")
                 self.candidates = plot("candidates")
-                self.fork = ForkPanel(actions)
+                self.fork = ForkPanel(actions, self.tree_state, self.branch, self.trace)
                 with gr.Row():
                     self.d_layer = gr.Slider(0, info.layers - 1, value=info.layers - 1, step=1, label=t("layer"))
                     self.d_head = gr.Dropdown(head_choices(info.heads), value="average", label=t("head"))
@@ -183,7 +187,7 @@ class Explore:
                 self.attention_row, self.lens, self.speed_cards, self.timeline, self.step_times,
                 self.playground, self.survivors, self.download, self.step, self.s_step, self.query,
                 self.embedding_plot, self.neighbors, self.output, self.layer, self.head, self.d_layer, self.d_head,
-                self.stale, self.fork.tree, self.fork.token]
+                self.stale, self.fork.tree, self.fork.token, *self.fork.availability]
 
     def check_file(self, path, lang) -> dict:
         """The upload's validator: a file that is not a usable trace is refused on the upload box
@@ -254,7 +258,7 @@ class Explore:
             return gr.skip()
         actions = self.actions
         last = max(len(trace.steps) - 1, 0)
-        word = first_word(trace)   # the embedding opens on the visitor's first word, not <|im_start|>
+        word = first_word(trace)   # the embedding opens on the visitor's first whole word, not <|im_start|>
         # the sampling playground opens on the step where the model was least sure
         unsure = least_sure_step(trace)
         mapped = (trace.attention.prefill_tokens if trace.attention else len(trace.prompt.tokens)) - 1
@@ -279,7 +283,7 @@ class Explore:
                 gr.update(maximum=max(layers - 1, 1), value=layer), gr.update(choices=heads, value=head),
                 gr.update(maximum=max(layers - 1, 1), value=d_layer), gr.update(choices=heads, value=d_head),
                 gr.update(visible=False), tree_html(tree or trace, branch or ROOT, lang),
-                token_choices(trace, last, lang)], strict=True))
+                token_choices(trace, last, lang), *self.fork.available(trace, lang)], strict=True))
 
     def wire(self) -> None:
         actions = self.actions
@@ -325,10 +329,12 @@ class Explore:
         # fork: the step on show and its candidates; a branch streams, then every chapter shows it
         self.step.release(token_choices, [self.trace, self.step, self.lang], self.fork.token, **PRIVATE)
         fork = self.fork
+        # a fork the engine would refuse is said under the token box before anything runs (check)
         forked = fork.button.click(
             on_gpu(fork.branch_off, for_tokens(4)),  # (not "fork": gr.api names /fork)
             [self.tree_state, self.branch, self.step, fork.token, fork.new, fork.temperature, self.model_id, self.lang],
-            [self.tree_state, self.branch, self.trace, fork.stream, fork.note, fork.tree], **ENGINE, **PRIVATE)
+            {self.tree_state, self.branch, self.trace, fork.stream, fork.note, fork.tree}, validator=fork.check,
+            **ENGINE, **PRIVATE)
         forked.success(self.render_all, self.render_inputs, self.views, **PRIVATE)
         fork.recompute.click(on_gpu(fork.measure, 60), [self.tree_state, self.branch, self.model_id, self.lang],
                              [self.tree_state, fork.note, self.download], **ENGINE, **PRIVATE)
@@ -348,7 +354,7 @@ class Explore:
         gr.on([self.s_step.release, self.s_temperature.input, self.s_top_k.input, self.s_top_p.input,
                self.s_seed.input], lambda tr, *a: sampling_view(tr, *a) if tr else gr.skip(),
               sampling_in, [self.playground, self.survivors], trigger_mode="always_last", **PRIVATE)
-        self.load_btn.click(actions.load_sweep, [self.source, self.prompt, self.lang],
+        self.load_btn.click(actions.load_sweep, [self.source, self.prompt, self.template_on, self.lang],
                             [self.load_plot, self.load_table], concurrency_limit=1, concurrency_id="served-load",
                             **PRIVATE)
         self.sweep_btn.click(on_gpu(actions.sweep, 120), [self.prompt, self.model_id, self.lang], self.sweep_plot,

@@ -19,7 +19,7 @@ from viz import html, verdicts
 from viz.fmt import fmt_bytes, fmt_ms, fmt_p, visible
 from viz.tree import tree_html
 
-from .errors import refused, say
+from .errors import message, refused, say
 from .i18n import t, text
 from .models import torch_side
 
@@ -71,15 +71,32 @@ def result_md(tree, branch_id: str, lang: str) -> str:
     return note + "\n\n" + verdicts.fork_reuse(b.recompute_ms, b.summary.ttft_ms if b.summary else None, lang)
 
 
+def why_not(trace, lang: str) -> str | None:
+    """Why the trace on show cannot be continued here, in `lang` (the panel says it beside its
+    disabled buttons), or None. What depends on the visitor's choices (the step, the token) is
+    checked when they press the button (ForkPanel.check)."""
+    if trace is None:
+        return None
+    if trace.served is not None:                 # its KV cache lives on the server
+        return say("fork_served", lang)
+    if not trace.settings.use_cache:
+        return say("fork_no_cache", lang)
+    return None
+
+
 class ForkPanel:
-    def __init__(self, actions):
+    def __init__(self, actions, tree_state, branch, trace):
+        """`tree_state`, `branch`, `trace`: the Explore tab's states the panel reads and writes."""
         self.actions = actions
+        self.tree_state, self.branch, self.trace = tree_state, branch, trace
         with gr.Accordion(t("fork_title"), open=True, elem_id="fork"):
             gr.Markdown(t("fork_intro"), elem_classes="tbt-hint")
             with gr.Row():
                 self.token = gr.Dropdown(choices=[], label=t("fork_token"), elem_id="fork-token", scale=3)
                 self.new = gr.Slider(1, 256, value=24, step=1, label=t("fork_new"), scale=2, elem_id="fork-new")
                 self.temperature = gr.Slider(0, 2, value=0, step=0.05, label=t("fork_temperature"), scale=2)
+            # why the buttons below are off for the trace on show (a served run), in the page's language
+            self.blocked = gr.Markdown(visible=False, elem_id="fork-blocked")
             with gr.Row():
                 self.button = gr.Button(t("fork_btn"), variant="primary", elem_id="fork-run")
                 self.recompute = gr.Button(t("recompute_btn"), elem_id="fork-recompute")
@@ -87,8 +104,41 @@ class ForkPanel:
             self.note = gr.Markdown(elem_id="fork-note")
             self.tree = gr.HTML(elem_id="fork-tree", js_on_load=TREE_CLICK_JS)
 
+    @property
+    def availability(self) -> list:
+        """The components `available` fills."""
+        return [self.button, self.recompute, self.blocked]
+
+    @staticmethod
+    def available(trace, lang: str) -> list:
+        """The buttons on or off for `trace`, and the reason when off."""
+        reason = why_not(trace, lang)
+        return [gr.update(interactive=reason is None), gr.update(interactive=reason is None),
+                gr.update(value=f"⚠ {reason}" if reason else "", visible=reason is not None)]
+
+    def check(self, tree, shown, step, token, new, temperature, model_id, lang) -> dict:
+        """The fork's validator: a fork the engine would refuse (no run yet, a served run, a token
+        that is not a stored candidate, a full tree) is said under the token box, where the
+        visitor chose, in the page's language; nothing runs and nothing else changes."""
+        reason = None
+        if tree is None or not tree.steps:
+            reason = text("fork_needs_steps", lang)
+        elif (reason := why_not(tree, lang)) is None and self.actions.models.loaded:
+            try:               # the engine's own checks, before any model work (a loaded model's)
+                engine = self.actions.models.get(model_id, lang)
+                torch_side("engine.run.fork").check_fork(engine, tree, int(step or 0),
+                                                         int(token) if token is not None else -1, shown)
+            except EngineError as exc:
+                reason = message(exc, lang)
+            except gr.Error as exc:          # the model is not offered
+                reason = exc.message
+        return {self.token: gr.validate(reason is None, reason or "")}
+
     def branch_off(self, tree, shown, step, token, new, temperature, model_id, lang, request: gr.Request):
-        """Stream one branch: (tree, branch on show, trace on show, streaming answer, note, tree view)."""
+        """Stream one branch into the panel; at the end the tree, the branch on show and its view
+        (the chapters redraw after: explore.py), as {component: update}. Refusals are said by
+        `check` before this runs; what fails only while it runs is raised, in the page's language,
+        onto the panel's own outputs."""
         if tree is None or not tree.steps:
             raise gr.Error(text("fork_needs_steps", lang), title=say("error_title", lang))
         try:
@@ -106,8 +156,8 @@ class ForkPanel:
                         n = len(event.trace.steps) - int(step or 0)
                         if event.kind == "step" and n % STREAM_EVERY:
                             continue
-                        yield [gr.skip()] * 3 + [html.output_html(event.trace, lang=lang),
-                                                 text("fork_running", lang).format(id="…", n=n), gr.skip()]
+                        yield {self.stream: html.output_html(event.trace, lang=lang),
+                               self.note: text("fork_running", lang).format(id="…", n=n)}
                 except StopIteration as done:
                     forked = done.value
                 finally:
@@ -115,9 +165,9 @@ class ForkPanel:
         except EngineError as exc:
             raise refused(exc, lang) from None
         branch = forked.branches[-1].id
-        shown_trace = view(forked, branch)
         # the answer area above now shows the branch; the streaming box empties
-        yield [forked, branch, shown_trace, "", result_md(forked, branch, lang), tree_html(forked, branch, lang)]
+        yield {self.tree_state: forked, self.branch: branch, self.trace: view(forked, branch), self.stream: "",
+               self.note: result_md(forked, branch, lang), self.tree: tree_html(forked, branch, lang)}
 
     def measure(self, tree, shown, model_id, lang):
         """The branch on show, its first token recomputed from scratch: (tree, note, download)."""

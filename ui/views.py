@@ -11,6 +11,7 @@ import gradio as gr
 from engine.schema.specs import kv_projection
 from engine.schema.trace import Trace
 from viz import attention, decode, html, kv, sampling, speed
+from viz.fmt import HEX_FRAGMENT
 from viz.labels import label
 from viz.notice import notice_chart
 
@@ -35,9 +36,48 @@ def clamp(value, top: int) -> int:
         return 0
 
 
+# A step is drawn on first view only if its candidates read as text: at least this share of the
+# probability of its top candidates is on whole characters or words, not on byte pieces (<E5>).
+READABLE_SHARE, READABLE_TOP = 0.5, 10
+
+
+def readable_step(step) -> bool:
+    """Whether a step reads as text: its token is a whole character or word (not white space), and
+    most of its top candidates' probability is on whole ones (a Chinese character is often two or
+    three byte pieces, each a step of its own whose candidates are pieces too)."""
+    if HEX_FRAGMENT.fullmatch(step.token) or not step.token.strip():
+        return False
+    top = step.candidates[:READABLE_TOP]
+    total = sum(c.p_model for c in top)
+    whole = sum(c.p_model for c in top if not HEX_FRAGMENT.fullmatch(c.text))
+    return total <= 0 or whole >= READABLE_SHARE * total
+
+
+def first_readable_step(trace: Trace) -> int:
+    """The first step that reads as text (readable_step), else step 0."""
+    return next((s.index for s in trace.steps if readable_step(s)), 0)
+
+
 def least_sure_step(trace: Trace) -> int:
-    """The step where the model's own distribution had the most entropy: where sampling matters most."""
-    return max(range(len(trace.steps)), key=lambda i: trace.steps[i].entropy_model, default=0)
+    """The step where the model's own distribution had the most entropy, where sampling matters
+    most: among the steps that read as text when there are any (readable_step)."""
+    readable = [i for i, s in enumerate(trace.steps) if readable_step(s)] or range(len(trace.steps))
+    return max(readable, key=lambda i: trace.steps[i].entropy_model, default=0)
+
+
+def whole_word(tokens: list, i: int) -> bool:
+    """Whether prompt token `i` is a word by itself: not a byte piece of a character, not a
+    special token, letters only, and (for scripts with spaces) neither the start nor the end of a
+    longer word ("X" + "iao" is not). A Chinese or Japanese character is a word by itself."""
+    token = tokens[i]
+    word = token.text.strip()
+    if token.fragment or token.special or not word.isalpha():
+        return False
+    if any(ord(c) >= 0x2E80 for c in word):        # CJK: no spaces between words
+        return True
+    before = tokens[i - 1].text if i > 0 else " "
+    after = tokens[i + 1].text if i + 1 < len(tokens) else " "
+    return (token.text[:1].isspace() or not before[-1:].isalnum()) and not after[:1].isalnum()
 
 
 def chart_or_notice(draw, *args, lang: str, **kwargs):

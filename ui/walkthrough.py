@@ -33,7 +33,7 @@ from .i18n import ASSETS, STRINGS, t, text
 from .lab_tab import recorded_results
 from .models import torch_side
 from .runs import ENGINE_CONCURRENCY
-from .views import chart_or_notice, least_sure_step
+from .views import chart_or_notice, first_readable_step, least_sure_step
 
 STEPS = 8
 KEYS_JS = """
@@ -53,6 +53,10 @@ COMPONENTS = (1, 1, 1, 2, 2, 2, 4, 1)  # the components `_visual(i)` lays out fo
 LIVE_REDRAW_S = 0.5                  # how often a live run redraws the charts it streams into
 # chart heights (px) on a projector, per step: shorter where the step shows more under its chart
 PRESENT_HEIGHTS = {1: 250, 2: 250, 3: 200, 4: 110, 5: 230, 6: 118, 7: 230}
+# the visual's box at 1280 px, the width a chart takes whole, its axes and legend included
+# (viz.theme.presentable); the sampling step's four panels share it beside their token labels
+BOX_WIDTH = 680
+PANEL_WIDTH = {True: 118, False: 132}      # presenter (larger labels), normal
 LAB_STEP = 5                         # the step that shows the lab's recording, even after a live run
 NEXT_TOKENS = 24                     # the next-token example's length, as recorded (assets/traces/manifest.json)
 
@@ -135,7 +139,7 @@ class Walkthrough:
         example, normal, reasoning = traces["next"], traces["normal"], traces["reasoning"]
         # on a projector every step fits 1280x720 beside the narration: charts shorter where the
         # step shows more under them
-        size = (440, PRESENT_HEIGHTS.get(i, 230)) if present else (500, 260)
+        size = (BOX_WIDTH, PRESENT_HEIGHTS.get(i, 230) if present else 260)
 
         def draw(fn, *args, **kwargs):
             return presentable(chart_or_notice(fn, *args, lang=lang, **kwargs), size, big=present)
@@ -149,9 +153,10 @@ class Walkthrough:
         if i == 3:
             if not example.steps:
                 return [gr.skip(), html.output_html(example, lang=lang)]
-            # the step the narration talks about: the word right after "then he" / "接着他"; while a
-            # live run streams, the newest step
-            step = 0 if example.summary else len(example.steps) - 1
+            # the step the narration talks about: the word right after "then he", or the first step
+            # that reads as text (the Chinese answer's first steps are byte pieces of characters,
+            # and so are their candidates); while a live run streams, the newest step
+            step = first_readable_step(example) if example.summary else len(example.steps) - 1
             return [draw(decode.candidates_chart, example, step, top=10 if present else None),
                     html.output_html(example, step, lang=lang)]
         if i == 4:
@@ -165,7 +170,7 @@ class Walkthrough:
                     verdict_md(normal, reasoning, lang, brief=present) if normal.summary and reasoning.summary else ""]
         unsure = least_sure_step(example)
         rows = playground(example.steps[unsure].candidates, 1.0, 10, 0.9) if example.steps else []
-        return [draw(playground_chart, rows[:10])]
+        return [draw(playground_chart, rows[:10], width=PANEL_WIDTH[present])]
 
     @staticmethod
     def weights_md(lab: dict | None, lang: str, present: bool) -> str:

@@ -25,8 +25,10 @@ def _token_param(labels: list[str]) -> alt.Parameter:
 
 
 def _token_axis(title: str, count: int, angle: int = 0) -> alt.Axis:
-    dense = count > 40  # then labels thin themselves out and tick marks are left off
-    return alt.Axis(title=title, labelExpr="tok[datum.value]", labelOverlap="greedy" if dense else False,
+    dense = count > 40  # then tick marks are left off
+    # labels that would overlap are thinned out (a long prompt, or a short chart on a projector:
+    # 25 rows in 250 px); where each has room they all show
+    return alt.Axis(title=title, labelExpr="tok[datum.value]", labelOverlap="greedy",
                     ticks=not dense, labelAngle=angle, labelFont=MONO, labelPadding=4)
 
 

@@ -5,6 +5,8 @@ Numbers are the measured ones from the trace, formatted by viz.fmt; every trace 
 
 from __future__ import annotations
 
+import re
+
 from engine.schema.trace import Trace
 
 from .chips import chip_text, stop_text
@@ -84,10 +86,48 @@ def _served_step(trace: Trace, s, phase: str, lang: str) -> str:
             f'<div class="tbt-legend">{esc(label("step_note_served", lang, server=trace.served.endpoint))}</div></div>')
 
 
+NUMBER = re.compile(r"(?<![A-Za-z\d])(\d[\d,.]*)")     # a figure, not the 95 of "p95"
+CARD_COLUMNS = 12         # the card grid's columns: each card spans 12 / (cards in its row)
+ROW_MOST = {"wide": 4, "mid": 3, "narrow": 2}      # cards in a row, by the grid's width (viz/css.py)
+
+
+def quantity_html(value: str) -> str:
+    """A card's figure: each "number unit" part kept on one line, its words (the unit, "p95",
+    "per step") smaller than its numbers; a line may break only between parts (" · ")."""
+    parts = []
+    for part in value.split(" · "):
+        pieces = NUMBER.split(part)        # text, number, text, number, ..., text
+        body = "".join(esc(piece) if k % 2 else f'<span class="tbt-unit">{esc(piece)}</span>'
+                       for k, piece in enumerate(pieces) if piece)
+        parts.append(f'<span class="tbt-qty">{body if NUMBER.search(part) else esc(part)}</span>')
+    return " · ".join(parts)
+
+
+def balanced_rows(n: int, most: int) -> list[int]:
+    """How many of `n` cards go in each row when a row holds at most `most`: as even as can be,
+    fuller rows first (7 in rows of 4: 4 + 3, never 6 + 1)."""
+    rows = -(-n // most) if n else 0
+    fewer, extra = divmod(n, rows) if rows else (0, 0)
+    return [fewer + 1] * extra + [fewer] * (rows - extra)
+
+
+def cards_grid(cards: list[str], compact: bool = False) -> str:
+    """The cards in a grid whose rows are balanced at every width (no card left alone in its row
+    while another row has room): each card carries its column span for each width class, the
+    stylesheet picks the class from the grid's own width (a container query). `compact`: one row."""
+    spans = {width: [CARD_COLUMNS // k for k in balanced_rows(len(cards), most) for _ in range(k)]
+             for width, most in ROW_MOST.items()}
+    out = []
+    for i, card in enumerate(cards):
+        style = ";".join(f"--span-{width}:{spans[width][i]}" for width in ROW_MOST)
+        out.append(card.replace('<div class="tbt-card">', f'<div class="tbt-card" style="{style}">', 1))
+    return f'<div class="tbt-cards{" tbt-cards-row" if compact else ""}">{"".join(out)}</div>'
+
+
 def _card(name: str, value: str, definition: str, note: str = "") -> str:
     note = f'<span class="tbt-muted"> {esc(note)}</span>' if note else ""
     return (f'<div class="tbt-card"><div class="tbt-card-name">{esc(name)}</div>'
-            f'<div class="tbt-card-value">{esc(value)}{note}</div>'
+            f'<div class="tbt-card-value">{quantity_html(value)}{note}</div>'
             f'<div class="tbt-card-def">{esc(definition)}</div></div>')
 
 
@@ -142,9 +182,7 @@ def speed_html(trace: Trace, lang: str = "en", compact: bool = False) -> str:
     if summary and summary.wall_ms is not None and not compact:
         foot += " · " + label("watch_wall", lang, wall=fmt_ms(summary.wall_ms), model=fmt_ms(summary.e2e_ms),
                               observe=fmt_ms(summary.observe_ms), wait=fmt_ms(summary.wait_ms))
-    return (f'<div class="tbt tbt-speed"><div class="tbt-cards{" tbt-cards-row" if compact else ""}">'
-            f'{"".join(cards)}</div>'
-            f'<div class="tbt-legend">{esc(foot)}</div></div>')
+    return f'<div class="tbt tbt-speed">{cards_grid(cards, compact)}<div class="tbt-legend">{esc(foot)}</div></div>'
 
 
 def served_speed_html(trace: Trace, lang: str = "en", compact: bool = False) -> str:
@@ -171,5 +209,4 @@ def served_speed_html(trace: Trace, lang: str = "en", compact: bool = False) -> 
     foot = label("served_by", lang, endpoint=served.endpoint, api=served.api, model=served.model, chunks=served.chunks)
     if summary:
         foot += " · " + label("new_tokens", lang, n=summary.new_tokens) + " · " + stop_text(summary.stop_reason, lang)
-    return (f'<div class="tbt tbt-speed"><div class="tbt-cards{" tbt-cards-row" if compact else ""}">'
-            f'{"".join(cards)}</div><div class="tbt-legend">{esc(foot)}</div></div>')
+    return f'<div class="tbt tbt-speed">{cards_grid(cards, compact)}<div class="tbt-legend">{esc(foot)}</div></div>'

@@ -67,11 +67,13 @@ CSS = """
   padding: 1px 5px; border-radius: 4px; white-space: pre; }
 .tbt-barcell { width: 120px; }
 .tbt-bar { display: block; height: 10px; background: #3a6fd8; border-radius: 2px; }
-.tbt-cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(190px, 1fr)); gap: 10px; }
-.tbt-cards-row { grid-template-columns: repeat(4, minmax(0, 1fr)); }
+.tbt-cards { display: grid; grid-template-columns: repeat(12, minmax(0, 1fr)); gap: 10px;
+  container-type: inline-size; }       /* each card's span: HEAD_CSS */
 .tbt-card { border: 1px solid #d9dde3; border-radius: 8px; padding: 10px 12px; background: #fff; }
 .tbt-card-name { font-size: 14px; color: #4b5563; }
-.tbt-card-value { font-size: 28px; font-weight: 600; font-variant-numeric: tabular-nums; }
+.tbt-card-value { font-size: 28px; font-weight: 600; font-variant-numeric: tabular-nums; line-height: 1.25; }
+.tbt-qty { white-space: nowrap; }                /* a number and its unit never part */
+.tbt-unit { font-size: .6em; font-weight: 400; color: #4b5563; }
 .tbt-card-def { font-size: 13px; color: #6b7280; margin-top: 4px; }
 .tbt-survivors ul { margin: 6px 0 10px 18px; }
 .tbt-surv-chips { display: flex; flex-wrap: wrap; gap: 4px; }
@@ -89,4 +91,17 @@ CSS = """
 .tbt-reasoning .tbt-thinking .tbt-prose { color: #5b5f6b; }
 .tbt-forced-text { border-bottom: 2px dashed #9aa0aa; color: #6b7280; }
 .tbt-note { font-size: 13px; color: #6b7280; margin-top: 6px; }
+"""
+
+# Rules that Gradio's `css=` cannot carry: it rewrites the page's stylesheet rule by rule and keeps
+# only style, @media, @keyframes and @font-face rules, so a container query would be dropped. The
+# app puts these in the page's <head> (app.py), where they apply as written.
+# The speed cards: 12 columns, each card spanning 12 / (cards in its row), the rows balanced for
+# the grid's own width (viz/cards.py cards_grid sets --span-wide/-mid/-narrow): 7 cards are 4 + 3
+# or 3 + 2 + 2, never 6 + 1.
+HEAD_CSS = """
+.tbt-cards > .tbt-card { grid-column: span var(--span-wide, 3); min-width: 0; }
+@container (max-width: 860px) { .tbt-cards > .tbt-card { grid-column: span var(--span-mid, 4); } }
+@container (max-width: 560px) { .tbt-cards > .tbt-card { grid-column: span var(--span-narrow, 6); } }
+.tbt-cards.tbt-cards-row > .tbt-card { grid-column: span 3; }
 """

@@ -54,8 +54,9 @@ def _ticks(frame: pd.DataFrame) -> list[float]:
     return [round(i * step, 2) for i in range(int(top / step + 1e-9) + 1)]
 
 
-def playground_chart(rows: list[dict], lang: str = "en") -> alt.FacetChart:
-    """Four small bar charts side by side: before sampling, after temperature, top-k, top-p."""
+def playground_chart(rows: list[dict], lang: str = "en", width: int = 150) -> alt.FacetChart:
+    """Four small bar charts side by side: before sampling, after temperature, top-k, top-p, each
+    `width` px wide (the walkthrough fits the four into its box)."""
     frame = playground_frame(rows, lang)
     kept, removed, gone = (label(k, lang) for k in ("status_kept", "status_removed", "status_gone"))
     order = list(dict.fromkeys(frame["label"]))
@@ -71,10 +72,10 @@ def playground_chart(rows: list[dict], lang: str = "en") -> alt.FacetChart:
                  alt.Tooltip("stage:N", title=label("step", lang)),
                  alt.Tooltip("p:Q", title=label("probability", lang), format=".2%"),
                  alt.Tooltip("status:N", title=label("status", lang))],
-    ).properties(width=150, height=alt.Step(18))
+    ).properties(width=width, height=alt.Step(18))
     return chart.facet(
         column=alt.Column("stage:N", sort=[label(s, lang) for s in STAGES],
-                          header=alt.Header(title=None, labelFontSize=14, labelFontWeight="bold")),
+                          header=alt.Header(title=None, labelFontSize=14, labelFontWeight="bold", labelLimit=width)),
         title=alt.Title(label("playground_title", lang), subtitle=[
             label("playground_sub", lang), label("playground_renorm", lang, n=len(order))]),
     )

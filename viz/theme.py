@@ -54,14 +54,19 @@ alt.data_transformers.disable_max_rows()
 
 
 def presentable(chart, size: tuple[int, int] | None = None, big: bool = False):
-    """The same chart fitted to `size` (width, height) where it has a single view, and, for a
-    projector (`big`), with larger type and heavier marks."""
+    """The same chart fitted to a box of `size` (width, height), and, for a projector (`big`), with
+    larger type and heavier marks.
+
+    The width is the whole chart's, its axes, legend and title included (Vega's "fit-x"): the plot
+    takes what they leave, so a long token label or a legend title never pushes the chart past its
+    box, where the page would cut it ("efill attention…"). The height is the plot's own. A faceted
+    chart sizes its panels itself (e.g. viz.sampling.playground_chart's `width`)."""
     if size is not None and isinstance(chart, (alt.Chart, alt.LayerChart)):
-        chart = chart.properties(width=size[0], height=size[1])
+        chart = chart.properties(width=size[0], height=size[1],
+                                 autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
     # one configure_title call: a second one would replace the first. Long titles and subtitles
-    # would widen the chart past its box, so they are cut with an ellipsis.
-    # the box is ~size[0] + 340 wide; on a projector the narration takes more of the row
-    title = {"limit": size[0] + (200 if big else 280)} if size is not None else {}
+    # would widen the chart past its box, so they are cut with an ellipsis at the box's width.
+    title = {"limit": size[0] - 8} if size is not None else {}
     if big:
         title.update(fontSize=24, subtitleFontSize=16, color="#000", subtitleColor="#222")
     if title:

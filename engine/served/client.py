@@ -65,10 +65,23 @@ def _info(endpoint: Endpoint, local, vocab: int) -> ModelInfo:
                      hidden_size=0, vocab_size=max(vocab, 1), context_length=0, parameters=0, parameter_bytes=0)
 
 
+def sent_text(endpoint: Endpoint, prompt: str, settings: Settings, local=None) -> str:
+    """The text a run sends to `endpoint` for the visitor's `prompt`: a chat-style endpoint gets
+    the prompt as it is and applies its own chat template; a completions-style one gets the
+    template applied here with the local copy of its tokenizer (`local`, when the host names one,
+    and `settings.chat_template` on), else the prompt as it is. The page's load sweep sends the
+    same (ui/actions.py), so that it measures the requests a run makes."""
+    return _sent(dialect_for(endpoint.api, endpoint.token_ids), prompt, settings, local)
+
+
+def _sent(dialect, prompt: str, settings: Settings, local) -> str:
+    if local is None or dialect.templates:
+        return prompt
+    return local.apply_template(prompt, settings)
+
+
 def _prompt(dialect, prompt: str, settings: Settings, local) -> tuple[Prompt, str]:
-    """The prompt record, and the text to send: a completions-style endpoint gets the chat template
-    applied here (with the local tokenizer's template), a chat-style one applies its own."""
-    chat = dialect.templates
+    """The prompt record, and the text to send (`sent_text`)."""
     if local is None:
         return Prompt(raw=prompt, templated=prompt, tokens=[], raw_token_count=0), prompt
     templated = local.apply_template(prompt, settings)
@@ -76,7 +89,7 @@ def _prompt(dialect, prompt: str, settings: Settings, local) -> tuple[Prompt, st
     tokens = prompt_tokens(local.token_bytes, templated, ids)
     raw_count = len(local.encode(prompt, templated=False))
     record = Prompt(raw=prompt, templated=templated, tokens=tokens, raw_token_count=raw_count)
-    return record, (prompt if chat else templated)
+    return record, (prompt if dialect.templates else templated)      # as `_sent` says
 
 
 def stream_served(endpoint: Endpoint, prompt: str, settings: Settings | None = None, local=None,

@@ -37,6 +37,13 @@ def test_walk_all_steps_with_the_keyboard(browser, app_url, output_dir, locale):
             assert height <= 720, (locale, step, height)
             box = page.locator(visual).bounding_box()
             assert box["y"] >= 0 and box["y"] + box["height"] <= 720, (step, box)
+            if step != 0:       # the whole chart (title, labels, legend) inside its column: nothing cut
+                room = page.evaluate(f"""() => {{
+                  const col = document.querySelector('#wt-step-{step} .tbt-wt-visual').getBoundingClientRect();
+                  const chart = document.querySelector('{visual} .vega-embed .marks').getBoundingClientRect();
+                  return [chart.left - col.left, col.right - chart.right];
+                }}""")
+                assert min(room) >= -1, (locale, step, room)
             # narration a room can read
             size = page.evaluate(f"() => parseFloat(getComputedStyle(document.querySelector("
                                  f"'#wt-step-{step} .tbt-wt-text span.md')).fontSize)")

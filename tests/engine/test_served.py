@@ -288,3 +288,23 @@ def test_the_load_sweep_yields_to_a_visitors_run(hostile):
     assert result["waves_redone"] == 1 and result["visitor_runs_between"] == 1
     assert result["levels"][0]["requests"] == 1 and len(hostile.bodies) == sent + 1
     assert not HOUSE.jobs
+
+
+def test_the_load_sweep_sends_what_a_run_sends(hostile, engine):
+    """The page's load sweep (ui/actions.py) sends the text a run of the same prompt sends: the chat
+    template applied by the local tokenizer for a completions endpoint, the prompt as it is for a
+    chat one (the server applies its own) or where no tokenizer is named. A raw question sent to a
+    chat-tuned model ended at once: every level 'streamed no content' while Run worked."""
+    from engine.served.client import sent_text
+    from engine.served.load import load_sweep
+    question = "Why do cats purr? Answer in two sentences."
+    where = at(hostile, "good")
+    run(where, question, local=engine)
+    ran = hostile.bodies[-1]["prompt"]
+    assert ran == engine.apply_template(question, Settings()) and ran != question
+    load_sweep(where, sent_text(where, question, Settings(), engine), max_tokens=3, levels=(1,), rounds=1)
+    assert hostile.bodies[-1]["prompt"] == ran
+    assert sent_text(where, question, Settings(chat_template=False), engine) == question
+    assert sent_text(where, question, Settings(), None) == question
+    chat = endpoint("http://127.0.0.1:9/v1", "test-model", api="chat")
+    assert sent_text(chat, question, Settings(), engine) == question

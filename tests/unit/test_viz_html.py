@@ -116,7 +116,7 @@ def test_speed_cards_handle_missing_figures():
     t = load("trace_zh.json")
     page = views.speed_html(t)
     for text in ("208 ms", "85.4 ms", "806 ms", "9.93 tok/s", "154 ms", "267 tok/s", "vLLM"):
-        assert text in page
+        assert text in re.sub(r"<[^>]+>", "", page)
     t.summary.tpot_ms = None
     assert label("tpot_needs_two") in views.speed_html(t)
     t.summary = None
@@ -163,3 +163,35 @@ def test_output_reads_as_prose_with_the_byte_pieces_behind_each_character():
     p = trace.steps[first.index - 1].chosen_p_model * first.chosen_p_model
     assert f"p {fmt_p(p)}" in page
     assert "tbt-group" not in page and "dotted" in page       # the legend says what the underline means
+
+
+def test_a_card_figure_keeps_its_number_and_unit_on_one_line():
+    from viz.cards import quantity_html
+    assert quantity_html("0.717 tok/s") == '<span class="tbt-qty">0.717<span class="tbt-unit"> tok/s</span></span>'
+    zh = quantity_html("8.8 token/秒")
+    assert zh.startswith('<span class="tbt-qty">8.8<span class="tbt-unit">') and zh.count("tbt-qty") == 1
+    # a line may break between two figures, never inside one; "p95" is a word, not a figure
+    assert quantity_html("4.20 ms · p95 6.00 ms").count('class="tbt-qty"') == 2
+    assert '<span class="tbt-unit">p95 </span>6.00' in quantity_html("4.20 ms · p95 6.00 ms")
+    assert quantity_html("—") == '<span class="tbt-qty">—</span>'
+
+
+@pytest.mark.parametrize("n", range(1, 10))
+def test_the_card_rows_are_balanced_at_every_width(n):
+    from viz.cards import ROW_MOST, balanced_rows, cards_grid
+    for most in ROW_MOST.values():
+        rows = balanced_rows(n, most)
+        assert sum(rows) == n and max(rows) <= most and max(rows) - min(rows) <= 1
+        if n > most:      # never a card alone while another row has room for it
+            assert min(rows) >= 2 or most == 2
+    grid = cards_grid(['<div class="tbt-card">x</div>'] * n)
+    spans = [int(s) for s in re.findall(r"--span-wide:(\d+)", grid)]
+    assert len(spans) == n and sum(spans) == 12 * len(balanced_rows(n, ROW_MOST["wide"]))
+
+
+def test_seven_speed_cards_make_two_full_rows_on_a_wide_page():
+    t = load("trace_zh.json")
+    spans = [int(s) for s in re.findall(r"--span-wide:(\d+)", views.speed_html(t, "zh"))]
+    assert spans == [3, 3, 3, 3, 4, 4, 4]          # 4 + 3, not 6 + 1
+    t.reasoning, t.summary.time_to_first_answer_ms = "tags", 100.0      # one card more: 4 + 4
+    assert re.findall(r"--span-wide:(\d+)", views.speed_html(t, "zh")) == ["3"] * 8

@@ -1,0 +1,120 @@
+"""What a newcomer sees first, in English and in Chinese (headless Chromium on the live app): the
+views open on whole words and characters, never on byte pieces; the speed cards keep each figure
+on one line and leave no card alone in a row; semibold text comes from one complete face; a fork
+the engine would refuse is said in the fork panel, in the page's language. Screenshots land in
+test-output/browser/polish-*.png."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.browser.test_browser import open_tab
+from tests.paths import FIXTURES
+
+LOCALES = {"en": "en-US", "zh": "zh-CN"}
+RECORDING = {"en": "recording", "zh": "录制"}
+HEX = re.compile(r"^<[0-9A-F]{2}( [0-9A-F]{2})*>$")
+CHAPTER = 2           # Explore's chapter tabs follow the two top tabs (Explore, Walkthrough)
+TOKENS, DECODE, SPEED, SAMPLING, FILE = 0, 3, 4, 7, 9
+
+
+@pytest.fixture(params=["en", "zh"])
+def visitor(request, browser, app_url):
+    """A fresh tab on the app in `lang`, the recording drawn in it: (page, lang)."""
+    lang = request.param
+    context = browser.new_context(locale=LOCALES[lang], viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        page.goto(app_url)
+        page.wait_for_function(
+            f"() => document.querySelector('#output .tbt-recording')?.innerText.includes('{RECORDING[lang]}')",
+            timeout=120_000)
+        yield page, lang
+    finally:
+        context.close()
+
+
+def chapter(page, index: int, plots: list[str] = ()) -> None:
+    page.get_by_role("tab").nth(CHAPTER + index).click()
+    for selector in plots:
+        page.wait_for_selector(f"{selector} .vega-embed .marks", timeout=30_000)
+
+
+def test_the_views_open_on_whole_words_and_characters(visitor, shots):
+    page, lang = visitor
+    chapter(page, TOKENS, ["#embedding"])
+    selected = page.locator("#prompt-chips .tbt-selected .tbt-text").first.inner_text()
+    assert selected.strip() and not HEX.match(selected.strip()), selected
+    neighbours = page.inner_text("#neighbors")
+    assert "<E" not in neighbours.splitlines()[0], neighbours[:200]
+    page.locator("#embedding").screenshot(path=str(shots / f"polish-{lang}-embedding.png"))
+    chapter(page, SAMPLING, ["#playground"])
+    chips = page.locator("#survivors .tbt-surv-chips .tbt-surv").all_inner_texts()
+    readable = [c for c in chips if not HEX.match(c.split("\n")[0].strip())]
+    assert len(readable) >= len(chips) / 2, chips
+
+
+def cards_layout(page) -> dict:
+    """Each speed card's top edge, and each figure's height against one line of its text."""
+    return page.evaluate("""() => {
+      const cards = [...document.querySelectorAll('#speed-cards .tbt-card')];
+      const qty = [...document.querySelectorAll('#speed-cards .tbt-qty')].map(q => {
+        const lh = parseFloat(getComputedStyle(q.closest('.tbt-card-value')).fontSize) * 1.6;
+        return {text: q.innerText, height: q.getBoundingClientRect().height, line: lh};
+      });
+      return {tops: cards.map(c => Math.round(c.getBoundingClientRect().top)), qty};
+    }""")
+
+
+@pytest.mark.parametrize("width", [1280, 1000, 760])
+def test_speed_cards_keep_figures_on_one_line_and_no_card_alone(visitor, shots, width):
+    page, lang = visitor
+    page.set_viewport_size({"width": width, "height": 800})
+    chapter(page, SPEED, ["#timeline"])
+    layout = cards_layout(page)
+    for q in layout["qty"]:
+        assert q["height"] <= q["line"], (lang, width, q)          # "0.717 / tok/s" would be two lines
+    rows = {}
+    for top in layout["tops"]:
+        rows[top] = rows.get(top, 0) + 1
+    if len(layout["tops"]) > 2:
+        assert min(rows.values()) >= 2, (lang, width, rows)         # 7 cards: 4 + 3, never 6 + 1
+    page.locator("#speed-cards").screenshot(path=str(shots / f"polish-{lang}-cards-{width}.png"))
+
+
+def test_semibold_text_comes_from_one_complete_face(visitor):
+    page, _ = visitor
+    chapter(page, SPEED, ["#timeline"])
+    family = page.evaluate("() => getComputedStyle(document.querySelector('#speed-cards .tbt-card-value')).fontFamily")
+    assert family.startswith(("'Token Sans'", '"Token Sans"', "Token Sans")), family
+    # the page's semibold face is loaded and holds the capitals ("ʙefore", "SDPᴀ" came from a partial one)
+    assert page.evaluate("""async () => {
+      await document.fonts.load("600 20px 'Token Sans'", "ABSDPAMiB");
+      return [...document.fonts].some(f => f.family.includes('Token Sans') && f.weight === '600'
+                                            && f.status === 'loaded');
+    }""")
+
+
+def test_a_refused_fork_is_said_in_the_fork_panel(visitor, shots, tmp_path):
+    """A trace recorded with another model, uploaded and forked: the refusal stands under the
+    fork's token box in the page's language; the prompt box and the status line stay as they were."""
+    page, lang = visitor
+    data = json.loads((FIXTURES / "trace_en_sampled.json").read_text(encoding="utf-8"))
+    data["model"]["id"] = "other/Model-1B"
+    path = tmp_path / "other-model.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    chapter(page, FILE)
+    page.set_input_files("#upload input[type=file]", str(path))
+    page.wait_for_selector("#output .tbt-rendered", state="attached", timeout=60_000)
+    chapter(page, DECODE, ["#candidates"])
+    page.click("#fork-run")
+    words = {"en": "other/Model-1B; load that model", "zh": "other/Model-1B 录制的"}[lang]
+    page.wait_for_function("(w) => document.querySelector('#fork').innerText.includes(w)", arg=words,
+                           timeout=30_000)
+    page.locator("#fork").screenshot(path=str(shots / f"polish-{lang}-fork-refused.png"))
+    for where in ("#prompt", "#status"):       # no error painted where the visitor did not act
+        assert page.locator(f"{where} .error").count() == 0, where
+        assert words not in page.inner_text(where)
