@@ -60,5 +60,8 @@ def theme() -> gr.themes.Base:
     """Gradio's default theme on the page's family. Its monospace family keeps Gradio's IBM Plex
     Mono, at 400 and 700 only: the 600 file Gradio ships is partial too, and semibold code then
     takes the complete Bold."""
-    mono = (gr.themes.LocalFont("IBM Plex Mono", weights=(400, 700)), "ui-monospace", "Consolas", "monospace")
-    return gr.themes.Default(font=STACK, font_mono=mono)
+    # Font objects, not plain names: Gradio's launch compares the theme's fonts with its built-in
+    # themes' by `.name`, and a plain string there stops the server at launch
+    mono = (gr.themes.LocalFont("IBM Plex Mono", weights=(400, 700)),
+            *(gr.themes.Font(name) for name in ("ui-monospace", "Consolas", "monospace")))
+    return gr.themes.Default(font=tuple(gr.themes.Font(name) for name in STACK), font_mono=mono)
