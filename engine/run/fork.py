@@ -110,10 +110,7 @@ def stream_fork(engine, trace: Trace, at: int, token: int, parent: str = ROOT,
                              f"{engine.info.context_length:,}", "fork_context",
                              positions=len(prefix) + 1 + new, context=engine.info.context_length)
     key = trace_key(trace)
-    cached, rebuilt_ms = engine.prefixes.get((key, parent or ROOT)), None
-    if cached is None or cached.get_seq_length() < len(prefix):
-        cached, rebuilt_ms = rebuild(engine, trace, steps)
-        engine.prefixes.keep((key, parent or ROOT), cached)
+    cached, rebuilt_ms = kept_or_rebuilt(engine, trace, (key, parent or ROOT), steps, len(prefix))
     begin = now_ms(engine.device)
     with engine.lock:
         cache = cropped_copy(engine, cached, len(prefix))
@@ -132,6 +129,17 @@ def stream_fork(engine, trace: Trace, at: int, token: int, parent: str = ROOT,
                     created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     run = BranchRun(engine, view_trace, prefix + [token], start, cancel or threading.Event(), cache, copy_ms, forced)
     return _branch_events(engine, trace, run, branch, key)
+
+
+def kept_or_rebuilt(engine, trace: Trace, name: tuple, steps: list[Step], positions: int):
+    """The lineage's kept cache if it holds `positions`, else one computed from its tokens and
+    kept (with the ms that took)."""
+    cached = engine.prefixes.get(name)
+    if cached is not None and cached.get_seq_length() >= positions:
+        return cached, None
+    cached, rebuilt_ms = rebuild(engine, trace, steps)
+    engine.prefixes.keep(name, cached)
+    return cached, rebuilt_ms
 
 
 def check_fork(engine, trace: Trace, at: int, token: int, parent: str) -> tuple[list[Step], tuple]:
