@@ -55,7 +55,7 @@ LIVE_REDRAW_S = 0.5                  # how often a live run redraws the charts i
 PRESENT_HEIGHTS = {1: 250, 2: 250, 3: 200, 4: 110, 5: 230, 6: 118, 7: 230}
 # the visual's box at 1280 px, the width a chart takes whole, its axes and legend included
 # (viz.theme.presentable); the sampling step's four panels share it beside their token labels
-BOX_WIDTH = 680
+BOX_WIDTH = 664         # 686 px there, less the chart's own padding
 PANEL_WIDTH = {True: 118, False: 132}      # presenter (larger labels), normal
 LAB_STEP = 5                         # the step that shows the lab's recording, even after a live run
 NEXT_TOKENS = 24                     # the next-token example's length, as recorded (assets/traces/manifest.json)

@@ -88,7 +88,7 @@ def _served_step(trace: Trace, s, phase: str, lang: str) -> str:
 
 NUMBER = re.compile(r"(?<![A-Za-z\d])(\d[\d,.]*)")     # a figure, not the 95 of "p95"
 CARD_COLUMNS = 12         # the card grid's columns: each card spans 12 / (cards in its row)
-ROW_MOST = {"wide": 4, "mid": 3, "narrow": 2}      # cards in a row, by the grid's width (viz/css.py)
+ROW_MOST = {"wide": 4, "mid": 3, "narrow": 1}      # cards in a row, by the grid's width (viz/css.py)
 
 
 def quantity_html(value: str) -> str:
