@@ -84,9 +84,9 @@ def recorded_evaluation() -> dict | None:
 
 
 def verdict_md(normal: Trace, reasoning: Trace, lang: str, brief: bool = False) -> str:
-    """Chapter 7 says plainly whether each mode's answer is right (the whole answer judged), what the
-    right one is, and what the recorded evaluation measured; unless `brief` (a projector, where the
-    narration says the rest), also how much later the first answer token came, why one question
+    """Chapter 7 says plainly whether each mode's answer is right (the whole answer judged) and what
+    the right one is; unless `brief` (a projector, where the narration says the rest), also how much
+    later the first answer token came, what the recorded evaluation measured, why one question
     proves little and where to see a real reasoning model."""
     question = next((q for q in QUESTIONS if q.text == normal.prompt.raw), None)
     if question is None:
@@ -99,9 +99,9 @@ def verdict_md(normal: Trace, reasoning: Trace, lang: str, brief: bool = False) 
         return verdicts.answer(first, matches(question, first), last, matches(question, last), lang)
     verdict = text("wt_verdict", lang).format(normal=said(normal), reasoning=said(reasoning),
                                               expected=question.answer)
+    if brief:               # a projector: one more line would push the step below 720 px
+        return verdict
     evaluation = recorded_evaluation()          # what the recorded evaluation measured, not "often better"
-    if brief:                                   # a projector: the evaluation's verdict in one sentence
-        return verdict + verdicts.eval_short(evaluation, lang)
 
     def first_answer_ms(trace: Trace) -> float | None:
         return trace.summary.time_to_first_answer_ms if trace.summary else None

@@ -338,20 +338,6 @@ def fork_reuse(recompute_ms: float | None, reuse_ms: float | None, lang: str) ->
     return label(f"verdict_fork_reuse_{case}", lang, x=_x(ratio), tol=_pct(ONE_RUN))
 
 
-def eval_short(result: dict | None, lang: str) -> str:
-    """The evaluation's verdict in one short sentence (a projector's chapter 7), same rule as
-    `eval_budgets`: one budget is better only when the 95 % intervals part."""
-    rows = (result or {}).get("budgets") or []
-    if len(rows) < 2:
-        return ""
-    best = max(rows, key=lambda r: r["accuracy"])
-    worst = min(rows, key=lambda r: r["accuracy"])
-    case = ("equal" if best["accuracy"] == worst["accuracy"] else
-            "separate" if best["ci95"][0] > worst["ci95"][1] else "overlap")
-    return label(f"verdict_eval_{case}_short", lang, best=best["budget"], bc=best["correct"], bn=best["questions"],
-                 worst=worst["budget"], wc=worst["correct"], wn=worst["questions"])
-
-
 def first_answer(normal_ms: float | None, reasoning_ms: float | None, lang: str) -> str:
     """When each run's first answer token came: later in reasoning mode only if it came more than
     10 % later (one run each)."""
