@@ -147,7 +147,7 @@ def test_a_run_beside_a_compile_says_its_times_suffer(engine, fast, monkeypatch)
     monkeypatch.setattr(fast, "compiling", 1)          # as while an in-process build runs
     trace = run_trace(engine, "Hi", Settings(max_new_tokens=3, ignore_eos=True))
     assert trace.observation.beside_compile
-    assert "compiled in the background" in status_md(trace, "en") and "后台正在编译" in status_md(trace, "zh")
+    assert "being built in the background" in status_md(trace, "en") and "后台正在编译" in status_md(trace, "zh")
     monkeypatch.setattr(fast, "compiling", 0)
     assert not run_trace(engine, "Hi", Settings(max_new_tokens=3, ignore_eos=True)).observation.beside_compile
 
