@@ -252,7 +252,7 @@ def test_controls_and_clicks_redraw_their_views(page, shots):
 
 def test_reasoning_columns_stream_side_by_side(page, shots):
     page.get_by_role("tab", name="7 · Reasoning").click()
-    assert "recording" in page.inner_text("#r-note")          # before a run: the recorded comparison
+    assert "Below: a recording" in page.inner_text("#r-note")      # before a run: the recorded comparison
     assert "Checked against the right answer, 12" in page.inner_text("#r-note")
     page.fill("#r-prompt textarea", "What is 17 + 25?")
     page.click("#r-run")
@@ -267,7 +267,7 @@ def test_reasoning_columns_stream_side_by_side(page, shots):
                            " document.querySelector('#r-note').innerText.includes('right answer, 42')",
                            timeout=180_000)
     page.wait_for_selector("#r-timeline .vega-embed .marks", timeout=30_000)
-    assert "recording" not in page.inner_text("#r-note")
+    assert "Below: a recording" not in page.inner_text("#r-note")      # (the evaluation verdict may quote its recording)
     assert "scaffolded thinking" in page.inner_text("#r-reasoning")
     assert page.locator("#r-reasoning details.tbt-thinking").count() == 1
     page.screenshot(path=str(shots / "reasoning.png"), full_page=True)
@@ -363,7 +363,7 @@ def test_the_chinese_page_has_no_english_left(browser, app_url, output_dir):
         page.goto(app_url)
         page.wait_for_selector("#output .tbt-recording", timeout=60_000)
         texts = page.evaluate(VISIBLE_TEXT_JS)
-        for name in ["1 · 分词", "2 · 预填充", "3 · KV 缓存", "4 · 逐 token", "5 · 速度", "6 · ", "7 · ", "8 · ",
+        for name in ["1 · 分词", "2 · 预填充", "3 · KV 缓存", "4 · 解码", "5 · 速度", "6 · ", "7 · ", "8 · ",
                      "记录文件"]:
             page.get_by_role("tab").filter(has_text=name).first.click()
             page.wait_for_timeout(1500)
