@@ -24,6 +24,8 @@ from engine.schema.packed import SCALE
 from ui.actions import status_md
 from engine.schema.validate import validate
 
+# a package build (minutes on a fresh machine) and a second engine: make test runs it, make quick does not
+pytestmark = pytest.mark.slow
 BUCKET = BUCKETS[0]
 WATCHED = Settings(max_new_tokens=24, ignore_eos=True, attention=True, logit_lens=True)
 

@@ -422,6 +422,7 @@ def test_prompt_lookup_is_identical_to_plain_greedy_in_fewer_passes(quick):
     assert part["draft_model"] is None and part["draft_given"] is False and part["draft_skipped"]
 
 
+@pytest.mark.slow
 def test_a_draft_model_drafts_through_assisted_generation(engine):
     """The model as its own draft: every drafted token is the model's own choice, so all are
     accepted and the output is plain greedy's (the mechanism, not a speed-up)."""

@@ -23,6 +23,7 @@ def test_recordings_load(name):
         assert trace.attention is not None and trace.steps[0].lens is not None
 
 
+@pytest.mark.slow
 def test_re_recording_gives_the_same_run(tmp_path):
     name = "zh-normal.json"
     out = tmp_path / name
