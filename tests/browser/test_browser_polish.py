@@ -52,9 +52,10 @@ def test_the_views_open_on_whole_words_and_characters(visitor, shots):
     assert "<E" not in neighbours.splitlines()[0], neighbours[:200]
     page.locator("#embedding").screenshot(path=str(shots / f"polish-{lang}-embedding.png"))
     chapter(page, SAMPLING, ["#playground"])
-    chips = page.locator("#survivors .tbt-surv-chips .tbt-surv").all_inner_texts()
-    readable = [c for c in chips if not HEX.match(c.split("\n")[0].strip())]
-    assert len(readable) >= len(chips) / 2, chips
+    # the step on show: most of its top ten candidates' probability is on whole characters or words
+    chips = [c.rsplit("\n", 1) for c in page.locator("#survivors .tbt-surv-chips .tbt-surv").all_inner_texts()[:10]]
+    mass = [(text.strip(), float(re.sub(r"[^\d.]", "", p) or 0)) for text, p in chips]
+    assert sum(p for text, p in mass if not HEX.match(text)) >= 0.5 * sum(p for _, p in mass), mass
 
 
 def cards_layout(page) -> dict:
@@ -72,8 +73,9 @@ def cards_layout(page) -> dict:
 @pytest.mark.parametrize("width", [1280, 1000, 760])
 def test_speed_cards_keep_figures_on_one_line_and_no_card_alone(visitor, shots, width):
     page, lang = visitor
+    chapter(page, SPEED, ["#timeline"])         # (a narrow page folds some tabs into a menu)
     page.set_viewport_size({"width": width, "height": 800})
-    chapter(page, SPEED, ["#timeline"])
+    page.wait_for_timeout(500)
     layout = cards_layout(page)
     for q in layout["qty"]:
         assert q["height"] <= q["line"], (lang, width, q)          # "0.717 / tok/s" would be two lines
