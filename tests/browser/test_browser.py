@@ -319,13 +319,15 @@ LATIN_ALLOWED = {"token", "Token", "KV", "TTFT", "TPOT", "CPU", "GPU", "SDPA", "
                  "logit", "lens", "Logit", "softmax", "Top-k", "Top-p", "top-k", "top-p", "KL", "JSON", "GGUF",
                  "Roofline", "vLLM", "API", "Gradio", "Qwen", "ms", "s", "GiB", "MiB", "KiB", "GB", "KB", "MB",
                  "GFLOP", "FLOP", "SXM", "ln", "e", "nat", "python", "engine", "trace", "lab", "eval", "json",
-                 "SGLang", "TGI", "Ollama", "llama.cpp"}   # serving engines: names
+                 "SGLang", "TGI", "Ollama", "llama.cpp",   # serving engines: names
+                 "PyTorch", "Hugging", "Face", "transformers",   # libraries: names
+                 "GQA", "ITL"}                                    # terms kept in English, like TTFT
 VISIBLE_TEXT_JS = """() => {
   const out = [];
   // not scanned: visitor and model texts, file names, and screen-reader-only text (Gradio's own
   // status announcements: its zh-CN catalogue lacks "common.complete")
   const skip = 'script, style, textarea, input, code, pre, footer, .gallery, .tbt-chips, .tbt-compare, ' +
-               '.tbt-reasoning, #download, #upload';
+               '.tbt-reasoning, #neighbors, #download, #upload';   // #neighbors: vocabulary tokens
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   while (walker.nextNode()) {
     const el = walker.currentNode.parentElement;
