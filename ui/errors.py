@@ -35,7 +35,11 @@ def message(exc: BaseException, lang: str) -> str:
     key = getattr(exc, "key", None)
     if lang == "en" or not key or f"err_{key}" not in ERRORS:
         return str(exc)
-    return say(key, lang, **exc.values)
+    try:
+        return say(key, lang, **exc.values)
+    except (KeyError, IndexError, ValueError):     # a sentence and its error out of step: still say something
+        log.warning("err_%s does not take the values %s", key, sorted(exc.values))
+        return str(exc)
 
 
 def refuse(key: str, lang: str, **values) -> gr.Error:
