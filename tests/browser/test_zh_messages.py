@@ -42,6 +42,9 @@ def zh_page(browser, zh_app):
         # the page knows its language and has drawn the recording in it
         page.wait_for_function("() => document.querySelector('#output .tbt-recording')?.innerText.includes('录制')",
                                timeout=90_000)
+        # and the model is loaded (the header names its size): a fresh server's first click otherwise
+        # waits behind the load in the queue (a clean-clone run timed out once here)
+        page.wait_for_function("() => document.body.innerText.includes('亿参数')", timeout=120_000)
         yield page
     finally:
         context.close()
@@ -64,7 +67,7 @@ def chinese(text: str) -> bool:
 
 def said(page, words: str, shots, name: str, around: str) -> str:
     """Wait for the message holding `words`; screenshot the block it sits in; return its text."""
-    text = page.wait_for_function(FIND, arg=words, timeout=30_000).json_value()
+    text = page.wait_for_function(FIND, arg=words, timeout=60_000).json_value()
     page.locator(around).screenshot(path=str(shots / f"zh-message-{name}.png"))
     assert chinese(text), text
     return text
