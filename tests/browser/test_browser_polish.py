@@ -11,7 +11,6 @@ import re
 
 import pytest
 
-from tests.browser.test_browser import open_tab
 from tests.paths import FIXTURES
 
 LOCALES = {"en": "en-US", "zh": "zh-CN"}
