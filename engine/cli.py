@@ -1,4 +1,4 @@
-"""Command line: `python -m engine trace|bench ...`."""
+"""Command line: `python -m engine trace|bench ...`; more commands, one file each, in engine/commands/."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import logging
 import sys
 from pathlib import Path
 
+from engine import commands
+from engine.commands import load as load_command
 from engine.errors import EngineError, InvalidRequest
 from engine.schema.validate import read_trace, validate
 
@@ -84,24 +86,13 @@ def parser() -> argparse.ArgumentParser:
                    help="measure instead: branch TTFT with the reused cache vs recomputing the prefix")
     f.add_argument("--json", action="store_true", help="print JSON only")
 
-    ld = sub.add_parser("load", help="concurrent streams against a served model: TTFT, TPOT, ITL, throughput, goodput")
-    ld.add_argument("--endpoint", required=True, help="the server's base URL")
-    ld.add_argument("--model", required=True, help="the model name the server serves")
-    ld.add_argument("--api", default="completions", help="completions, chat, llamacpp, sglang, tgi or ollama")
-    ld.add_argument("--prompt", default="Explain in two sentences why the sky is blue.")
-    ld.add_argument("--max-tokens", type=int, default=32)
-    ld.add_argument("--levels", default="1,2,4,8", help="concurrent streams per level (at most 8)")
-    ld.add_argument("--rounds", type=int, default=2, help="waves per level")
-    ld.add_argument("--slo-ttft-ms", type=float, default=1000.0)
-    ld.add_argument("--slo-tpot-ms", type=float, default=100.0)
-    ld.add_argument("--extra", default=None, help="JSON object added to every request")
-    ld.add_argument("--json", action="store_true", help="print JSON only")
-
     ev = sub.add_parser("eval", help="accuracy and time on the built-in questions at several thinking budgets")
     _model_args(ev)
     ev.add_argument("--budgets", default="0,64,256", help="comma list of thinking budgets (0 = normal mode)")
     ev.add_argument("--limit", type=int, default=None, help="use only the first N questions")
     ev.add_argument("--json", action="store_true", help="print JSON only")
+    for command in commands.modules():        # one file each in engine/commands/
+        command.add_arguments(sub.add_parser(command.NAME, help=command.HELP))
     return top
 
 
@@ -112,8 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "trace" and args.endpoint:
             return _served(args)
-        if args.command == "load":
-            return _load(args)
+        extra = {c.NAME: c for c in commands.modules()}.get(args.command)
+        if extra is not None:
+            return extra.run(args)
         engine = Engine.load(args.model, device=args.device, dtype=args.dtype,
                              attn_implementation=args.attn)
         if args.command == "trace":
@@ -184,7 +176,7 @@ def _served(args) -> int:
     from engine.schema.trace import Settings
     if not args.model:
         raise InvalidRequest("name the served model with --model")
-    where = endpoint(args.endpoint, args.model, api=args.api, token_ids=args.token_ids, extra=_extra(args))
+    where = endpoint(args.endpoint, args.model, api=args.api, token_ids=args.token_ids, extra=load_command.extra(args))
     local = Engine.load(args.tokenizer, device="cpu") if args.tokenizer else None
     settings = Settings(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed,
                         chat_template=not args.no_chat_template)
@@ -199,28 +191,6 @@ def _served(args) -> int:
     print(f"{s.new_tokens} tokens from {where.name} ({s.stop_reason}); TTFT {s.ttft_ms or 0:.0f} ms, "
           f"TPOT {s.tpot_ms or 0:.1f} ms, E2EL {s.e2e_ms:.0f} ms (client side) -> {args.out}", file=sys.stderr)
     print(trace.output_text)
-    return 0
-
-
-def _extra(args) -> dict | None:
-    try:
-        return json.loads(args.extra) if args.extra else None
-    except ValueError:
-        raise InvalidRequest("--extra must be a JSON object") from None
-
-
-def _load(args) -> int:
-    from engine.served import endpoint
-    from engine.served.load import Slo, load_sweep
-    where = endpoint(args.endpoint, args.model, api=args.api, extra=_extra(args))
-    try:
-        levels = [int(c) for c in args.levels.split(",")]
-    except ValueError:
-        raise InvalidRequest("--levels is a comma list of integers") from None
-    result = load_sweep(where, args.prompt, args.max_tokens, levels, args.rounds,
-                        Slo(args.slo_ttft_ms, args.slo_tpot_ms),
-                        progress=lambda f, text: print(f"{f:.0%} {text}", file=sys.stderr))
-    print(json.dumps(result, indent=None if args.json else 2))
     return 0
 
 
