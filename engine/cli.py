@@ -159,8 +159,9 @@ def _trace(engine, args) -> int:
                         logit_lens=args.logit_lens, use_cache=not args.no_cache,
                         chat_template=not args.no_chat_template, mode=args.mode,
                         thinking_budget=args.thinking_budget)
+    from engine.model.lens import exported
     trace = run_trace(engine, args.prompt, settings)
-    Path(args.out).write_text(trace.to_json(), encoding="utf-8")
+    Path(args.out).write_text(exported(engine, trace).to_json(), encoding="utf-8")   # the lens computed now
     s = trace.summary
     print(f"{trace.prefill.tokens} prompt tokens, {s.new_tokens} new ({s.stop_reason}); "
           f"TTFT {s.ttft_ms:.0f} ms, TPOT {s.tpot_ms or 0:.1f} ms, {s.tokens_per_s:.1f} tok/s -> {args.out}",

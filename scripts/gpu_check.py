@@ -16,6 +16,7 @@ import torch  # noqa: E402
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from engine.model.core import Engine  # noqa: E402
 from engine.model.loading import LoadedModel, describe  # noqa: E402
+from engine.model.lens import exported  # noqa: E402
 from engine.run.generate import run_trace  # noqa: E402
 from engine.schema.trace import Settings  # noqa: E402
 from engine.lab import run_lab  # noqa: E402
@@ -61,7 +62,7 @@ def speed(e, name):
 
 
 def smoke(e):
-    t = validate(run_trace(e, prompt, Settings(max_new_tokens=16, attention=True, logit_lens=True)))
+    t = validate(exported(e, run_trace(e, prompt, Settings(max_new_tokens=16, attention=True, logit_lens=True))))
     log("smoke_trace", {"steps": len(t.steps), "attention_steps": len(t.attention.steps), "lens": len(t.steps[0].lens)})
     run = run_trace(e, prompt, Settings(max_new_tokens=12))
     branch = validate(run_fork(e, run, 3, run.steps[3].candidates[1].id)).branches[-1]

@@ -226,7 +226,19 @@ class Actions:
         return self.models.get(EMBEDDED if endpoint.tokenizer == "embedded" else endpoint.tokenizer, lang)
 
     def trace_file(self, trace: Trace | None):
-        return self.files.write(trace) if trace is not None else None
+        """The trace as a file to download: with the logit lens computed for every step from the
+        states the run kept (engine/model/lens.py), so an uploaded copy shows it without a model."""
+        if trace is None:
+            return None
+        engine = self.engine_of(trace)
+        return self.files.write(torch_side("engine.model.lens").exported(engine, trace) if engine else trace)
+
+    def with_lens(self, trace: Trace | None, step) -> Trace | None:
+        """`trace` with the lens of the step on show computed from its kept states (~25 ms here)."""
+        engine = self.engine_of(trace) if trace is not None and trace.steps else None
+        if engine is None or trace.model.source == "served":
+            return trace
+        return torch_side("engine.model.lens").with_step_lens(engine, trace, clamp(step, len(trace.steps) - 1))
 
     # --- tokens chapter helpers (need the tokenizer) ------------------------------------------
     def comparison(self, trace: Trace) -> tuple:

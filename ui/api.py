@@ -117,7 +117,8 @@ class Api:
                     events.close()
         except (EngineError, RunRefused) as exc:
             raise refused(exc, lang) from None
-        yield as_file(self.files.write(trace))
+        # the file carries the logit lens, computed now from the states the run kept (engine/model/lens.py)
+        yield as_file(self.files.write(torch_side("engine.model.lens").exported(self.engine(model, lang), trace)))
 
     def fork(self, trace: FileData, step: int, token: int, parent: str = "",
              max_new_tokens: int = D.max_new_tokens, recompute: bool = False, model: str = "",

@@ -272,7 +272,7 @@ class Explore:
         head, d_head = (h if h in [v for _, v in heads] else AVERAGE for h in (head, d_head))
         return dict(zip(self.views, [*tokens_view(trace, actions.comparison(trace), word, lang),
                 *prefill_view(trace, layer, head, q, lang), *kv_view(trace, lang),
-                *decode_view(trace, last, d_layer, d_head, lang), *speed_view(trace, lang),
+                *decode_view(actions.with_lens(trace, last), last, d_layer, d_head, lang), *speed_view(trace, lang),
                 *sampling_view(trace, unsure, temperature, top_k, top_p, seed, lang),
                 actions.trace_file(tree or trace) if write_file else recording_file(lang) if recording else gr.skip(),
                 gr.update(maximum=max(last, 1), value=last), gr.update(maximum=max(last, 1), value=unsure),
@@ -309,7 +309,7 @@ class Explore:
               [self.prefill_facts, self.heatmap, self.head_view], trigger_mode="always_last", **PRIVATE)
         decode_out = [self.step_facts, self.candidates, self.attention_row, self.lens]
         gr.on([self.step.release, self.d_layer.release, self.d_head.input],
-              lambda tr, *a: decode_view(tr, *a) if tr else gr.skip(),
+              lambda tr, step, *a: decode_view(actions.with_lens(tr, step), step, *a) if tr else gr.skip(),
               [self.trace, self.step, self.d_layer, self.d_head, self.lang], decode_out,
               trigger_mode="always_last", **PRIVATE)
 
@@ -319,7 +319,8 @@ class Explore:
             if tr is None:
                 return gr.skip()
             index = clamp(int(evt.index), max(len(tr.steps) - 1, 0))
-            return [gr.update(value=index), gr.update(value=index), *decode_view(tr, index, d_layer, d_head, lang),
+            return [gr.update(value=index), gr.update(value=index),
+                    *decode_view(actions.with_lens(tr, index), index, d_layer, d_head, lang),
                     *sampling_view(tr, index, temperature, top_k, top_p, seed, lang), gr.Tabs(selected="decode"),
                     token_choices(tr, index, lang)]
         self.output.click(pick_step, [self.trace, self.d_layer, self.d_head, self.s_temperature, self.s_top_k,

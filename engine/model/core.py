@@ -19,14 +19,13 @@ from engine.model import attention
 from engine.model.clock import now_ms
 from engine.host.house import HOUSE
 from engine.errors import InvalidRequest
-from engine.model.hooks import Capture, final_norm, hooked
+from engine.model.hooks import Capture, hooked
 from engine.model.loading import LoadedModel, load
 from engine.run.prefixes import Prefixes
 from engine.run.reasoning import thinking_style
-from engine.run.sampling import shortest32
 from engine.environment import Limits
 from engine.model.tokens import TokenBytes, printable
-from engine.schema.trace import LensGuess, Settings
+from engine.schema.trace import Settings
 
 
 @contextmanager
@@ -188,33 +187,6 @@ class Engine:
                     attention.finish(capture)
                     capture.inside_ms += now_ms(self.device) - start - ms
         return Pass(logits=logits, ms=ms - inside, capture_ms=capture.inside_ms)
-
-    def lens(self, capture: Capture, final_logits: torch.Tensor) -> list[LensGuess]:
-        """Logit lens: the token each layer's output would give if it were the last layer.
-
-        All layers at once: the final norm over the stacked last-position hidden states, one matmul
-        against the LM head, and the top guess taken on the device. The last layer's lens is the
-        model's own output, so its logits are reused instead of computed again.
-        """
-        with torch.inference_mode():
-            head = self.model.get_output_embeddings()
-            norm = final_norm(self.model)
-            at = head.weight.device          # a sharded model (device_map="auto") spreads layers over GPUs
-            hidden = torch.stack([capture.hidden[i].to(at) for i in sorted(capture.hidden)])  # [layers-1, hidden]
-            normed = norm(hidden.to(next(norm.parameters(), head.weight).device)).to(at)
-            # [vocab, hidden] @ [hidden, layers-1]: MKL runs this orientation of a thin matmul
-            # 2-3x faster on the CPU than the [layers-1, hidden] @ [hidden, vocab] one.
-            if head.weight.is_floating_point():
-                logits = torch.matmul(head.weight, normed.T).float()                   # [vocab, layers-1]
-                if getattr(head, "bias", None) is not None:
-                    logits = logits + head.bias.float()[:, None]
-            else:                           # a quantized head: let its own module do the matmul
-                logits = head(normed).float().T
-            logits = torch.cat([logits, final_logits[:, None].to(logits.device)], dim=1)  # [vocab, layers]
-            top, ids = logits.max(dim=0)
-            p = torch.exp(top - torch.logsumexp(logits, dim=0))   # softmax of the top guess alone
-            ids, p = ids.tolist(), shortest32(p)
-        return [LensGuess(layer=i, id=t, text=self.text_of(t), p=q) for i, (t, q) in enumerate(zip(ids, p))]
 
 
 @dataclasses.dataclass

@@ -23,6 +23,7 @@ from engine.compiled.fast import MAIN, bucket_for, to_dynamic
 from engine.model.clock import now_ms
 from engine.model.core import Engine, Pass
 from engine.model.hooks import Capture
+from engine.model.lens import keep_hidden
 from engine.model.tokens import TextStream
 from engine.schema.branches import ROOT
 from engine.run.kv_cache import cache_bytes, cache_tokens
@@ -204,9 +205,9 @@ class Run:
         special = token in engine.token_bytes.special_ids
         text = "" if special else self.text.push(raw)
         phase = self.thinking.phase_of(engine.text_of(token) if special else text, forced[1] if forced else None)
-        lens = engine.lens(capture, out.logits) if capture.lens else None
+        hidden = keep_hidden(capture) if capture.lens else None   # the lens itself: on view (engine/model/lens.py)
         self.attention.keep(capture)
-        return Seen(token, raw, text, phase, forced is not None, choice, lens)
+        return Seen(token, raw, text, phase, forced is not None, choice, hidden)
 
     def clocks(self, out: Pass, picked_from: float, sampled: float) -> Clocks:
         """The step's time: the model's own (pass + sampling; step 0 also the tokenize and prefill,
@@ -225,7 +226,7 @@ class Run:
     def record(self, seen: Seen, clocks: Clocks) -> None:
         self.trace.steps.append(make_step(
             len(self.trace.steps), seen.token, self.engine.text_of(seen.token), seen.raw, seen.text, seen.choice,
-            clocks, cache_tokens(self.cache), cache_bytes(self.cache), seen.phase, seen.forced, seen.lens))
+            clocks, cache_tokens(self.cache), cache_bytes(self.cache), seen.phase, seen.forced, hidden=seen.hidden))
 
     def stop(self, token: int) -> str | None:
         """Why the run ends after this token (one of trace.STOP_REASONS), or None to go on."""

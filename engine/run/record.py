@@ -18,7 +18,7 @@ from engine.run.kv_cache import cache_bytes
 from engine.run.reasoning import reasoning_on
 from engine.run.sampling import Choice
 from engine.schema.packed import PackedRows
-from engine.schema.trace import Attention, LensGuess, Observation, Prompt, Settings, Step, Summary, Trace
+from engine.schema.trace import Attention, Hidden, LensGuess, Observation, Prompt, Settings, Step, Summary, Trace
 
 
 @dataclass
@@ -36,7 +36,7 @@ class Seen:
     phase: str
     forced: bool
     choice: Choice
-    lens: list[LensGuess] | None
+    hidden: Hidden | None        # what the logit lens needs (engine/model/lens.py computes it later)
 
 
 def ms3(ms: float) -> float:
@@ -70,7 +70,7 @@ class Clocks:
 
 def make_step(index: int, token_id: int, label: str, raw: bytes, text: str, choice: Choice, clocks: Clocks,
               kv_tokens: int, kv_bytes: int, phase: str = "answer", forced: bool = False,
-              lens: list[LensGuess] | None = None) -> Step:
+              lens: list[LensGuess] | None = None, hidden: Hidden | None = None) -> Step:
     """The Step of one new token: what was chosen among which candidates, when, and the cache after it."""
     return Step(
         index=index, id=token_id, token=label, text=text, bytes_hex=raw.hex(), phase=phase, forced=forced,
@@ -78,7 +78,8 @@ def make_step(index: int, token_id: int, label: str, raw: bytes, text: str, choi
         observe_ms=ms3(clocks.observe_ms), wait_ms=ms3(clocks.wait_ms),
         candidates=choice.candidates, chosen_rank=choice.rank, chosen_p_model=choice.p_model,
         chosen_p_final=choice.p_final, entropy=choice.entropy, entropy_model=choice.entropy_model,
-        kept_tokens=choice.kept_tokens, kept_mass=choice.kept_mass, kv_tokens=kv_tokens, kv_bytes=kv_bytes, lens=lens)
+        kept_tokens=choice.kept_tokens, kept_mass=choice.kept_mass, kv_tokens=kv_tokens, kv_bytes=kv_bytes, lens=lens,
+        hidden=hidden)
 
 
 class AttentionRows:

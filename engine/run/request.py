@@ -13,10 +13,10 @@ from engine.schema.trace import Settings
 LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 MODES = ("normal", "reasoning")
 # What the Explore tab runs unless the visitor changes it; `python -m engine bench` measures
-# the cost of exactly these settings (app_default_ratio). The logit lens is opt-in: projecting
-# every layer through the LM head is layers x vocab x hidden multiply-adds per step (1.6 GFLOP
-# for SmolLM2-135M, six times its own forward pass), so on a CPU it cannot be near-free.
-APP_DEFAULTS = Settings(max_new_tokens=48, attention=True, logit_lens=False)
+# the cost of exactly these settings (app_default_ratio). The logit lens is on: the run only keeps
+# each layer's last hidden state (a copy); projecting them through the LM head (1.6 GFLOP a step for
+# SmolLM2-135M, six times its own forward pass) happens on view and at export (engine/model/lens.py).
+APP_DEFAULTS = Settings(max_new_tokens=48, attention=True, logit_lens=True)
 
 
 def clean_prompt(prompt, limits: Limits) -> str:

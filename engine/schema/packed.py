@@ -78,3 +78,12 @@ class PackedRows:
     @property
     def nbytes(self) -> int:
         return len(self.data)
+
+
+@dataclass
+class Hidden:
+    """Every layer's state at a step's newest position but the last layer's: the logit lens's input,
+    projected off the run's clock (engine/model/lens.py). Stored raw: float32 noise does not compress,
+    and the lens must see the exact values. An exported trace carries the lens instead."""
+    shape: list[int]            # [layers - 1, hidden_size]
+    data: bytes                 # little-endian float32, row-major

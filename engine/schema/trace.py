@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 
 from engine.errors import TraceFormatError
-from engine.schema.packed import PackedRows
+from engine.schema.packed import Hidden, PackedRows
 from engine.schema.serial import from_plain, to_plain
 from engine.schema.specs import ModelInfo
 
@@ -35,7 +35,7 @@ class Settings:
     thinking_budget: int = 0
     answer_cue: bool = False    # start every answer with the answer cue, even in normal mode (evaluation)
     attention: bool = False     # capture attention maps/rows
-    logit_lens: bool = False    # top guess of every layer at every step
+    logit_lens: bool = False    # top guess of every layer at every step (kept in the run, computed on view)
     ignore_eos: bool = False    # keep generating past end-of-sequence (benchmarks)
     stop: list[str] = field(default_factory=list)
     top_candidates: int = 20    # candidates stored per step
@@ -123,6 +123,7 @@ class Step:
     # temperature and top-k). None when greedy or forced.
     kept_tokens: int | None = None
     kept_mass: float | None = None
+    hidden: Hidden | None = None    # the lens's input until the lens is computed
 
 
 @dataclass

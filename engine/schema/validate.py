@@ -138,6 +138,17 @@ def _validate_steps(trace: Trace, steps: list, first: int, name: str) -> None:
             for g in st.lens:
                 _between(g.layer, 0, m.layers - 1, f"{where}.lens.layer")
                 _between(g.id, 0, m.vocab_size - 1, f"{where}.lens.id")
+        if st.hidden is not None:       # the lens's input: projected through the model's head on view
+            _validate_hidden(trace, st.hidden, f"{where}.hidden")
+
+
+def _validate_hidden(trace: Trace, hidden, where: str) -> None:
+    """A kept hidden-state block is [layers - 1, hidden_size] float32, its data exactly that size."""
+    m = trace.model
+    _check(list(hidden.shape) == [m.layers - 1, m.hidden_size] and m.hidden_size > 0, where,
+           f"shape {hidden.shape!r:.60} is not [layers - 1 = {m.layers - 1}, hidden {m.hidden_size}]")
+    _check(len(hidden.data) == 4 * (m.layers - 1) * m.hidden_size, where,
+           f"holds {len(hidden.data):,} bytes, not {4 * (m.layers - 1) * m.hidden_size:,} (float32)")
 
 
 def _validate_branches(trace: Trace, limits: Limits) -> None:

@@ -8,6 +8,7 @@ from transformers import DynamicCache
 
 from engine import Settings, run_trace, stream_trace
 from engine.model.hooks import Capture
+from engine.model.lens import exported
 
 PROMPTS = {
     "english": "Explain why the sky is blue.",
@@ -102,7 +103,7 @@ def test_attention_capture_does_not_change_tokens(engine):
     assert engine.model.config._attn_implementation == "tbt_sdpa"
     assert captured.observation.kernel == "sdpa" and captured.observation.attention == "sdpa-capture"
     assert plain.observation.attention is None
-    lens = captured.steps[0].lens
+    lens = exported(engine, captured).steps[0].lens                 # computed from the states the run kept
     assert len(lens) == engine.info.layers
     assert lens[-1].id == captured.steps[0].id                      # the last layer is the model's answer
 

@@ -18,6 +18,7 @@ import torch
 from engine.schema.branches import ROOT
 from engine import Settings, Trace, run_trace, stream_trace
 from engine.compiled.fast import BUCKETS, bucket_for
+from engine.model.lens import exported
 from engine.bench.compiled import PROMPTS, fast_figures, greedy_ids, identical
 from engine.run.fork import run_fork
 from engine.schema.packed import SCALE
@@ -82,7 +83,8 @@ def test_a_watched_compiled_run_captures_what_the_eager_path_captures(engine, fa
         a, b = mine.unpack(), theirs.unpack()
         assert a.shape == b.shape
         np.testing.assert_allclose(a, b, atol=1 / SCALE + 2e-5)
-    for mine, theirs in zip(compiled.steps, reference.steps):     # the lens from the graph's hidden states
+    lensed = zip(exported(engine, compiled).steps, exported(engine, reference).steps)
+    for mine, theirs in lensed:     # the lens from the graph's hidden states
         assert [g.id for g in mine.lens] == [g.id for g in theirs.lens]
         assert [g.p for g in mine.lens] == pytest.approx([g.p for g in theirs.lens], abs=1e-4)
     validate(Trace.from_json(compiled.to_json()))
