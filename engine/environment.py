@@ -98,6 +98,11 @@ def slo_ms() -> tuple[float, float]:
     return number("TBT_SLO_TTFT_MS", 1000.0), number("TBT_SLO_TPOT_MS", 100.0)
 
 
+def share_dir() -> Path:
+    """TBT_SHARE_DIR: where runs behind share links are kept (capped by TBT_SHARE_MB)."""
+    return Path(os.environ.get("TBT_SHARE_DIR") or user_cache() / "shared-runs")
+
+
 def pause_ledger() -> str:
     """TBT_PAUSE_LEDGER: set by the server for a back-room child (engine/host/backroom.py)."""
     return text("TBT_PAUSE_LEDGER")
@@ -118,6 +123,10 @@ class Limits:
     lab_seconds: int = 50                  # time budget of one lab experiment's growing sizes
     lab_max_parameters: int = 1_000_000_000  # the weights experiment loads extra copies only up to this
     prefix_cache_bytes: int = 256_000_000  # KV caches of finished runs and branches kept for forking
+    floor_max_requests: int = 16           # requests in one serving-floor workload
+    floor_seconds: int = 240               # time budget of one serving-floor run (its three ways together)
+    floor_max_kv_bytes: int = 1_024_000_000  # the paged cache a serving-floor run may allocate
+    share_bytes: int = 200_000_000         # runs kept for links to them (engine/host/shared_runs.py)
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -130,4 +139,5 @@ class Limits:
             lab_seconds=integer("TBT_LAB_SECONDS", cls.lab_seconds),
             lab_max_parameters=integer("TBT_LAB_MAX_PARAMS", cls.lab_max_parameters),
             prefix_cache_bytes=integer("TBT_PREFIX_CACHE_MB", cls.prefix_cache_bytes // 1_000_000) * 1_000_000,
+            share_bytes=integer("TBT_SHARE_MB", cls.share_bytes // 1_000_000) * 1_000_000,
         )

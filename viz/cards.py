@@ -133,12 +133,16 @@ def _card(name: str, value: str, definition: str, note: str = "") -> str:
 
 def watch_card(trace: Trace, lang: str = "en") -> str:
     """The cost of watching, per step, kept apart from the model's own times."""
+    return _card(*watch_figure(trace, lang))
+
+
+def watch_figure(trace: Trace, lang: str = "en") -> tuple[str, str, str, str]:
     steps = trace.steps
     if trace.schema.endswith("@1"):
-        return _card(label("watch_cost", lang), "—", label("def_watch_cost", lang), label("watch_unknown", lang))
+        return label("watch_cost", lang), "—", label("def_watch_cost", lang), label("watch_unknown", lang)
     per_step = sum(s.observe_ms for s in steps) / len(steps) if steps else None
     value = label("watch_per_step", lang, ms=fmt_ms(per_step)) if per_step is not None else fmt_ms(None)
-    return _card(label("watch_cost", lang), value, label("def_watch_cost", lang))
+    return label("watch_cost", lang), value, label("def_watch_cost", lang), ""
 
 
 def speed_html(trace: Trace, lang: str = "en", compact: bool = False) -> str:
@@ -149,6 +153,16 @@ def speed_html(trace: Trace, lang: str = "en", compact: bool = False) -> str:
     """
     if trace.served:
         return served_speed_html(trace, lang, compact)
+    figures, foot = speed_figures(trace, lang, compact)
+    cards = [_card(*f) for f in figures]
+    return f'<div class="tbt tbt-speed">{cards_grid(cards, compact)}<div class="tbt-legend">{esc(foot)}</div></div>'
+
+
+def speed_figures(trace: Trace, lang: str = "en", compact: bool = False) -> tuple[list[tuple[str, str, str, str]], str]:
+    """The speed cards' figures, (name, value, definition, note) each, and the line under them:
+    what speed_html draws as HTML and viz/slides.py as a chart (an image without a browser)."""
+    if trace.served:
+        return served_speed_figures(trace, lang, compact)
     summary, steps, prefill = trace.summary, trace.steps, trace.prefill
     running = summary is None
     ttft = summary.ttft_ms if summary else (steps[0].t_ms if steps else None)
@@ -161,20 +175,17 @@ def speed_html(trace: Trace, lang: str = "en", compact: bool = False) -> str:
         label("tpot_needs_two", lang) if tpot is None else "")
     n_prompt = prefill.tokens if prefill else len(trace.prompt.tokens)
     cards = [
-        _card(label("ttft", lang), fmt_ms(ttft), label("def_ttft", lang)),
-        _card(label("tpot", lang), fmt_ms(tpot), label("def_tpot", lang), tpot_note),
-        _card(label("e2e", lang), fmt_ms(e2e) if not running else label("running", lang),
-              label("def_e2e", lang)),
-        _card(label("tokens_per_s", lang), fmt_rate(rate, lang), label("def_rate", lang)),
-        _card(label("prefill_ms", lang), fmt_ms(prefill.ms if prefill else None),
-              label("def_prefill", lang, n=n_prompt)),
-        _card(label("prefill_rate", lang), fmt_rate(prefill.tokens_per_s if prefill else None, lang),
-              verdicts.prefill_rate(prefill.tokens_per_s if prefill else None, tpot, lang)),   # vs decoding, measured
+        (label("ttft", lang), fmt_ms(ttft), label("def_ttft", lang), ""),
+        (label("tpot", lang), fmt_ms(tpot), label("def_tpot", lang), tpot_note),
+        (label("e2e", lang), fmt_ms(e2e) if not running else label("running", lang), label("def_e2e", lang), ""),
+        (label("tokens_per_s", lang), fmt_rate(rate, lang), label("def_rate", lang), ""),
+        (label("prefill_ms", lang), fmt_ms(prefill.ms if prefill else None), label("def_prefill", lang, n=n_prompt), ""),
+        (label("prefill_rate", lang), fmt_rate(prefill.tokens_per_s if prefill else None, lang),
+         verdicts.prefill_rate(prefill.tokens_per_s if prefill else None, tpot, lang), ""),   # vs decoding, measured
     ]
     if summary and summary.time_to_first_answer_ms is not None and trace.reasoning is not None:
-        cards.append(_card(label("ttfa", lang), fmt_ms(summary.time_to_first_answer_ms),
-                           label("def_ttfa", lang)))
-    cards.append(watch_card(trace, lang))
+        cards.append((label("ttfa", lang), fmt_ms(summary.time_to_first_answer_ms), label("def_ttfa", lang), ""))
+    cards.append(watch_figure(trace, lang))
     if compact:
         cards = cards[:4]
     foot = label("running", lang) if running else (label("new_tokens", lang, n=summary.new_tokens) + " · "
@@ -182,12 +193,18 @@ def speed_html(trace: Trace, lang: str = "en", compact: bool = False) -> str:
     if summary and summary.wall_ms is not None and not compact:
         foot += " · " + label("watch_wall", lang, wall=fmt_ms(summary.wall_ms), model=fmt_ms(summary.e2e_ms),
                               observe=fmt_ms(summary.observe_ms), wait=fmt_ms(summary.wait_ms))
-    return f'<div class="tbt tbt-speed">{cards_grid(cards, compact)}<div class="tbt-legend">{esc(foot)}</div></div>'
+    return cards, foot
 
 
 def served_speed_html(trace: Trace, lang: str = "en", compact: bool = False) -> str:
     """A served run's times as its client saw them, with vLLM's serving-benchmark definitions:
     TTFT, TPOT, ITL (median and p95 of the gaps between chunks) and E2EL."""
+    figures, foot = served_speed_figures(trace, lang, compact)
+    cards = [_card(*f) for f in figures]
+    return f'<div class="tbt tbt-speed">{cards_grid(cards, compact)}<div class="tbt-legend">{esc(foot)}</div></div>'
+
+
+def served_speed_figures(trace: Trace, lang: str = "en", compact: bool = False) -> tuple[list[tuple], str]:
     summary, steps, served = trace.summary, trace.steps, trace.served
     running = summary is None
     ttft = summary.ttft_ms if summary else (steps[0].t_ms if steps else None)
@@ -195,18 +212,16 @@ def served_speed_html(trace: Trace, lang: str = "en", compact: bool = False) -> 
     p50 = gaps[len(gaps) // 2] if gaps else None
     p95 = gaps[min(len(gaps) - 1, int(0.95 * len(gaps)))] if gaps else None
     cards = [
-        _card(label("ttft", lang), fmt_ms(ttft), label("def_ttft_served", lang)),
-        _card(label("tpot", lang), fmt_ms(summary.tpot_ms if summary else None), label("def_tpot", lang),
-              "" if summary and summary.tpot_ms is not None else label("so_far", lang) if running else ""),
-        _card(label("e2el", lang), fmt_ms(summary.e2e_ms) if summary else label("running", lang),
-              label("def_e2el", lang)),
-        _card(label("tokens_per_s", lang), fmt_rate(summary.tokens_per_s if summary else None, lang),
-              label("def_rate", lang)),
-        _card(label("itl", lang), f"{fmt_ms(p50)} · p95 {fmt_ms(p95)}", label("def_itl", lang)),
+        (label("ttft", lang), fmt_ms(ttft), label("def_ttft_served", lang), ""),
+        (label("tpot", lang), fmt_ms(summary.tpot_ms if summary else None), label("def_tpot", lang),
+         "" if summary and summary.tpot_ms is not None else label("so_far", lang) if running else ""),
+        (label("e2el", lang), fmt_ms(summary.e2e_ms) if summary else label("running", lang), label("def_e2el", lang), ""),
+        (label("tokens_per_s", lang), fmt_rate(summary.tokens_per_s if summary else None, lang), label("def_rate", lang), ""),
+        (label("itl", lang), f"{fmt_ms(p50)} · p95 {fmt_ms(p95)}", label("def_itl", lang), ""),
     ]
     if compact:
         cards = cards[:4]
     foot = label("served_by", lang, endpoint=served.endpoint, api=served.api, model=served.model, chunks=served.chunks)
     if summary:
         foot += " · " + label("new_tokens", lang, n=summary.new_tokens) + " · " + stop_text(summary.stop_reason, lang)
-    return f'<div class="tbt tbt-speed">{cards_grid(cards, compact)}<div class="tbt-legend">{esc(foot)}</div></div>'
+    return cards, foot
