@@ -41,9 +41,11 @@ from engine.schema.trace import ModelInfo
 from ui import walkthrough
 from ui.actions import Actions
 from ui.api import Api
+from ui.floor_api import FloorApi
 from ui.explore import Explore
 from ui.i18n import I18N, LANG_SYNC_JS, lang_of, t, text
 from ui.models import Models, allowed_from_env
+from ui.share import HEAD_JS as SHARE_HEAD_JS, Share
 from ui.fonts import font_css, theme
 from viz.css import CSS, HEAD_CSS
 from viz.facts import fmt_count
@@ -103,11 +105,16 @@ def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
                 caps = gr.Markdown(caps_md(models.limits, "en"), elem_classes="tbt-hint", elem_id="caps")
                 gr.Markdown(t("language_hint"), elem_classes="tbt-hint")
         sync = gr.HTML("", js_on_load=LANG_SYNC_JS, elem_id="lang-sync")
+        share_note = gr.Markdown(visible=False, elem_id="share-note")     # what a link asked that cannot be shown
         with gr.Tabs(elem_id="top-tabs") as top:
             with gr.Tab(t("tab_explore"), id="explore"):
                 explore = Explore(actions, model_id, lang)
             with gr.Tab(t("tab_walkthrough"), id="walkthrough"):
                 wt, live, wt_outputs = walkthrough.build(models, actions, lang, present, model_id)
+        # links to a view, charts out, the offline deck (ui/share.py)
+        shared = Share(explore, wt, live, wt_outputs, wt.walk, lang, present, top, share_note, explore.share_bar,
+                       wt.share_bar)
+        shared.wire()
 
         def on_sync(current_present, evt: gr.EventData):
             """The page's language or ?present=1 became known: redraw in that language."""
@@ -136,12 +143,14 @@ def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
             explore.relabel_all, explore.render_inputs,
             [explore.trace, explore.tree_state, explore.branch, *explore.views],
             api_visibility="private").then(
-            wt.views, [live, lang, present], wt_outputs, api_visibility="private")
+            wt.views, [live, lang, present], wt_outputs, api_visibility="private").then(
+            shared.open_link, [shared.opened, lang, present], shared.open_outputs, api_visibility="private")
         explore.source.input(header, [lang, explore.source], plain, api_visibility="private", show_progress="hidden")
         presenter.input(lambda on: on, presenter, present, js=PRESENTER_JS, api_visibility="private").then(
             wt.views, [live, lang, present], wt_outputs, api_visibility="private")
 
         Api(models).declare()        # /trace, /compare, /fork, /read_trace, /status (ui/api.py)
+        FloorApi(models).declare()   # /serve: the serving floor (ui/floor_api.py)
     return demo
 
 
@@ -165,7 +174,7 @@ def main() -> None:
         server_name=args.host, server_port=args.port, share=args.share, show_error=False,
         css=CSS + PAGE_CSS, i18n=I18N, max_file_size=models.limits.max_upload_bytes, prevent_thread_lock=True,
         # the page's typeface from local files (ui/fonts.py), and the rules css= cannot carry (viz/css.py)
-        theme=theme(), head=f"<style>{font_css()}{HEAD_CSS}</style>")
+        theme=theme(), head=f"<style>{font_css()}{HEAD_CSS}</style>{SHARE_HEAD_JS}")
     try:
         models.load_default()       # torch, transformers and the weights: the page is already up
         logging.info("%s is loaded: runs can start", models.default)

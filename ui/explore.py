@@ -16,7 +16,8 @@ from viz import html
 from viz.fmt import device_name
 from viz.tree import tree_html
 
-from . import lab_tab, reasoning_tab
+from . import floor_tab, lab_tab, reasoning_tab, share
+from .profile_panel import ProfilePanel
 from .actions import Actions, status_md
 from .fork import ForkPanel, token_choices
 from .gpu import for_tokens, on_gpu, stop_cancels
@@ -117,6 +118,7 @@ class Explore:
                 self.status = gr.Markdown(elem_id="status")
 
         self.stale = gr.Markdown(visible=False, elem_id="stale")
+        self.share_bar = share.explore_bar()      # link to this view, charts out, slides (ui/share.py)
         with gr.Tabs() as self.chapters:
             with gr.Tab(t("tab_tokens"), id="tokens"):
                 intro(0)
@@ -145,13 +147,16 @@ class Explore:
                 self.candidates = plot("candidates")
                 self.fork = ForkPanel(actions, self.tree_state, self.branch, self.trace)
                 with gr.Row():
-                    self.d_layer = gr.Slider(0, info.layers - 1, value=info.layers - 1, step=1, label=t("layer"))
-                    self.d_head = gr.Dropdown(head_choices(info.heads), value="average", label=t("head"))
+                    self.d_layer = gr.Slider(0, info.layers - 1, value=info.layers - 1, step=1, label=t("layer"),
+                                             elem_id="decode-layer")
+                    self.d_head = gr.Dropdown(head_choices(info.heads), value="average", label=t("head"),
+                                              elem_id="decode-head")
                 self.attention_row, self.lens = plot("attention-row"), plot("lens")
             with gr.Tab(t("tab_speed"), id="speed"):
                 intro(4)
                 self.speed_cards = gr.HTML(elem_id="speed-cards")
                 self.timeline, self.step_times = plot("timeline"), plot("step-times")
+                self.profile = ProfilePanel(actions, lang)     # where the time went, op by op (after the run)
                 self.sweep_btn = gr.Button(t("sweep"), elem_id="sweep")
                 self.sweep_plot = gr.Plot(show_label=False, elem_id="sweep-plot", visible=False)  # until measured
                 # a served model under 1-8 concurrent streams (only where the host lists endpoints)
@@ -174,6 +179,9 @@ class Explore:
                     self.s_seed = gr.Number(value=0, precision=0, label=t("seed"), minimum=0)
                 self.playground = plot("playground")
                 self.survivors = gr.HTML(elem_id="survivors")
+            with gr.Tab(t("tab_floor"), id="floor"):
+                intro(8)
+                floor_tab.build(actions.models, model_id, lang)
             with gr.Tab(t("tab_file"), id="file"):
                 self.download = gr.File(label=t("download"), interactive=False, elem_id="download")
                 self.upload = gr.File(label=t("upload"), file_types=[".json"], type="filepath", elem_id="upload")
@@ -233,6 +241,11 @@ class Explore:
         """Every chapter drawn from the trace on show, and its JSON written for download."""
         return self.render(*inputs, write_file=True)
 
+    def render_run(self, *inputs):
+        """A finished run's chapters; its download is written at once without the logit lens, and the
+        profile panel's event after this one writes it again with the lens (off the visitor's wait)."""
+        return self.render(*inputs, write_file=True, lens_file=False)
+
     def relabel_all(self, trace, layer, head, query, d_layer, d_head, temperature, top_k, top_p, seed, lang,
                     tree, branch) -> dict:
         """Every chapter redrawn in the page's language (known at load, or switched); the download
@@ -252,7 +265,7 @@ class Explore:
         return self.render(*inputs, write_file=False)
 
     def render(self, trace, layer, head, query, d_layer, d_head, temperature, top_k, top_p, seed, lang, tree,
-               branch, write_file: bool, recording: bool = False) -> dict:
+               branch, write_file: bool, recording: bool = False, lens_file: bool = True) -> dict:
         """Every view (self.views) drawn from `trace`, as {component: update}."""
         if trace is None:
             return gr.skip()
@@ -274,7 +287,7 @@ class Explore:
                 *prefill_view(trace, layer, head, q, lang), *kv_view(trace, lang),
                 *decode_view(actions.with_lens(trace, last), last, d_layer, d_head, lang), *speed_view(trace, lang),
                 *sampling_view(trace, unsure, temperature, top_k, top_p, seed, lang),
-                actions.trace_file(tree or trace) if write_file else recording_file(lang) if recording else gr.skip(),
+                actions.trace_file(tree or trace, lens=lens_file) if write_file else recording_file(lang) if recording else gr.skip(),
                 gr.update(maximum=max(last, 1), value=last), gr.update(maximum=max(last, 1), value=unsure),
                 gr.update(maximum=max(mapped, 1), value=q), *actions.embedding(trace, word, lang),
                 # the marker tells a watcher (and the browser test) that every chapter is drawn
@@ -293,8 +306,9 @@ class Explore:
                     validator=self.check_run, inputs=[self.prompt, *settings_in, self.model_id, self.source,
                                                          self.lang],
                     outputs=[self.trace, self.output, self.status, self.prompt_chips, self.stale], **ENGINE, **PRIVATE)
-        run.then(lambda tr: (tr, ROOT), self.trace, [self.tree_state, self.branch], **PRIVATE).then(
-            self.render_all, self.render_inputs, self.views, **PRIVATE)
+        drawn = run.then(lambda tr: (tr, ROOT), self.trace, [self.tree_state, self.branch], **PRIVATE).then(
+            self.render_run, self.render_inputs, self.views, **PRIVATE)
+        self.profile.wire(drawn, self.trace, self.tree_state, self.step, self.download)
         self.stop_btn.click(actions.stop, None, None, queue=False, **PRIVATE, **stop_cancels(run))
         self.upload.upload(self.load_file, [self.upload, self.lang],
                            {self.trace, self.status, self.prompt, self.tree_state, self.branch},

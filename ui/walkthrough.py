@@ -21,6 +21,7 @@ from engine.schema.trace import Settings, Trace
 from viz import attention, decode, html, kv, speed
 from viz import reasoning as rviz
 from viz import lab as lab_viz
+from viz import floor as floor_viz
 from viz import strings, verdicts
 from viz.fmt import device_name
 from viz.labels import label
@@ -30,12 +31,14 @@ from viz.theme import presentable
 from .errors import refused
 from .gpu import on_gpu
 from .i18n import ASSETS, STRINGS, t, text
+from . import share
+from .floor_tab import recorded as recorded_floor
 from .lab_tab import recorded_results
 from .models import torch_side
 from .runs import ENGINE_CONCURRENCY
 from .views import chart_or_notice, first_readable_step, least_sure_step
 
-STEPS = 8
+STEPS = 9
 KEYS_JS = """
 document.addEventListener('keydown', (e) => {
   if (e.target.closest('input, textarea, select, [contenteditable]')) return;
@@ -49,15 +52,16 @@ document.addEventListener('keydown', (e) => {
 
 
 KINDS = ("next", "normal", "reasoning")
-COMPONENTS = (1, 1, 1, 2, 2, 2, 4, 1)  # the components `_visual(i)` lays out for each step
+COMPONENTS = (1, 1, 1, 2, 2, 2, 4, 1, 2)  # the components `_visual(i)` lays out for each step
 LIVE_REDRAW_S = 0.5                  # how often a live run redraws the charts it streams into
 # chart heights (px) on a projector, per step: shorter where the step shows more under its chart
-PRESENT_HEIGHTS = {1: 250, 2: 250, 3: 200, 4: 110, 5: 230, 6: 118, 7: 230}
+PRESENT_HEIGHTS = {1: 250, 2: 250, 3: 200, 4: 110, 5: 230, 6: 118, 7: 230, 8: 200}
 # the visual's box at 1280 px, the width a chart takes whole, its axes and legend included
 # (viz.theme.presentable); the sampling step's four panels share it beside their token labels
 BOX_WIDTH = 664         # 686 px there, less the chart's own padding
 PANEL_WIDTH = {True: 118, False: 132}      # presenter (larger labels), normal
 LAB_STEP = 5                         # the step that shows the lab's recording, even after a live run
+FLOOR_STEP = 8                       # the serving floor's recorded workload, even after a live run
 NEXT_TOKENS = 24                     # the next-token example's length, as recorded (assets/traces/manifest.json)
 
 
@@ -168,6 +172,11 @@ class Walkthrough:
             return [draw(rviz.compare_timeline, normal, reasoning), rviz.reasoning_html(normal, lang),
                     rviz.reasoning_html(reasoning, lang),
                     verdict_md(normal, reasoning, lang, brief=present) if normal.summary and reasoning.summary else ""]
+        if i == FLOOR_STEP:       # the serving floor: always its recording (a live run is one request)
+            floor = recorded_floor()
+            if floor is None:
+                return [None, label("floor_none", lang)]
+            return [draw(floor_viz.lanes_chart, floor), floor_viz.verdict_md(floor, lang)]
         unsure = least_sure_step(example)
         rows = playground(example.steps[unsure].candidates, 1.0, 10, 0.9) if example.steps else []
         return [draw(playground_chart, rows[:10], width=PANEL_WIDTH[present])]
@@ -239,9 +248,12 @@ def build(models, actions, lang, present, model_id) -> list:
         source = gr.Markdown(elem_id="wt-source")
         run_live = gr.Button(t("run_live"), size="sm", elem_id="wt-run-live")
         use_recording = gr.Button(t("use_recording"), size="sm", elem_id="wt-use-recording")
+        wt.share_bar = share.walkthrough_bar()      # link to the step on screen, the deck (ui/share.py)
+    wt.share_bar.boxes()
     gr.Markdown(t("keys_hint"), elem_classes="tbt-hint")
     outputs = [source]
     with gr.Walkthrough(selected=0, elem_id="walkthrough") as walk:
+        wt.walk = walk
         for i in range(STEPS):
             with gr.Step(t(f"wt_{i}_title"), id=i, elem_id=f"wt-step-{i}"):
                 with gr.Row(equal_height=False):
@@ -299,4 +311,6 @@ def _visual(i: int) -> list:
         with gr.Row():
             columns = [gr.HTML(elem_id="wt-normal"), gr.HTML(elem_id="wt-reasoning")]
         return [chart, *columns, verdict]
+    if i == FLOOR_STEP:
+        return [plot("floor"), gr.Markdown(elem_id="wt-floor-verdict", elem_classes="tbt-hint")]
     return [plot("playground")]

@@ -7,6 +7,7 @@
     assets/strings/verdicts.json     sentences that say what a figure shows (sections by chapter,
                                      merged with charts.json): each claim and its opposite, chosen
                                      from the figure (viz/verdicts.py)
+    assets/strings/floor.json        what the serving floor's charts and sentences say (merged like charts.json)
     assets/strings/errors.json       what a visitor reads when something is refused (err_<key>:
                                      an EngineError's `key`, or a refusal of ui/; ui/errors.py)
     assets/strings/glossary.json     one term per concept in each language, and the variants
@@ -33,7 +34,7 @@ def _read(name: str):
 def charts() -> dict[str, dict[str, str]]:
     """The viz labels and verdicts, their sections merged (a key in two sections is a bug)."""
     merged: dict[str, dict[str, str]] = {}
-    for name in ("charts.json", "verdicts.json"):
+    for name in ("charts.json", "verdicts.json", "floor.json"):
         if not (FOLDER / name).exists():
             continue
         for section, entries in _read(name).items():

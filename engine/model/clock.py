@@ -21,8 +21,13 @@ if environment.pause_ledger():
         _LEDGER = None
 
 
-def _paused_s() -> float:
+def paused_s() -> float:
+    """Seconds this job has stood still so far (0 outside the back room): a stamp taken on
+    time.perf_counter by a library is work time once this is subtracted (engine/floor/watch.py)."""
     return _LEDGER.paused_ns() / 1e9 if _LEDGER is not None else 0.0
+
+
+_paused_s = paused_s
 
 
 def now_ms(device: torch.device | str | None = None) -> float:

@@ -1,0 +1,76 @@
+"""/serve: one serving-floor run through the API, within the host's caps.
+
+    client.predict(requests=8, rate=4.0, api_name="/serve") -> [figures, the Floor file]
+
+It runs like the page's (ui/floor_tab.py): in the back room, standing still while any visitor's run
+goes, one at a time with the lab (concurrency group "lab"). `rate` 0 sends every request at once.
+The figures are `python -m engine floor`'s (engine/floor/figures.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from collections.abc import Iterator
+
+import gradio as gr
+
+from engine import EngineError
+from engine.floor.figures import figures
+from engine.floor.workload import check
+from engine.host import backroom
+from engine.schema.floor import SCHEDULERS, FloorSettings
+
+from .api import as_file, lang_of_caller, number_arg, text_arg
+from .errors import refuse, refused
+from .gpu import ZERO_GPU, on_gpu
+from .models import Models, torch_side
+from .runs import KeptFiles, background
+
+D = FloorSettings()
+
+
+class FloorApi:
+    def __init__(self, models: Models):
+        self.models = models
+        self.files = KeptFiles("floor-api", keep=32)
+
+    def serve(self, requests: int = D.requests, rate: float = D.rate, prompt_tokens: int = D.prompt_tokens,
+              shared_prefix: int = D.shared_prefix, new_tokens: int = D.new_tokens, page_size: int = D.page_size,
+              num_blocks: int = D.num_blocks, max_batch_tokens: int = D.max_batch_tokens,
+              scheduler: str = D.scheduler, seed: int = D.seed, model: str = "",
+              request: gr.Request = None) -> Iterator[list | None]:
+        """Serve a workload of `requests` chat requests arriving at `rate` a second (0: all at once)
+        through continuous batching, one at a time and one static batch; returns [figures, file]."""
+        lang = lang_of_caller(request)
+        whole = {name: number_arg(name, value, lang, whole=True) for name, value in (
+            ("requests", requests), ("prompt_tokens", prompt_tokens), ("shared_prefix", shared_prefix),
+            ("new_tokens", new_tokens), ("page_size", page_size), ("num_blocks", num_blocks),
+            ("max_batch_tokens", max_batch_tokens), ("seed", seed))}
+        per_s = number_arg("rate", rate, lang)
+        if text_arg("scheduler", scheduler, lang) not in SCHEDULERS:
+            raise refuse("floor_choice", lang, name="scheduler", choices=", ".join(SCHEDULERS))
+        s = FloorSettings(arrival="poisson" if per_s > 0 else "burst", rate=per_s if per_s > 0 else D.rate,
+                          scheduler=scheduler, **whole)
+        try:
+            engine = self.models.get(text_arg("model", model, lang) or None, lang)
+            check(s, engine.limits, engine.info.kv_bytes(1))
+            cancel = threading.Event()   # set if the caller goes away (background closes)
+
+            def work(progress):
+                if not ZERO_GPU:
+                    return backroom.call("floor", "serving floor (API)", "engine.floor.serve:run_floor",
+                                         dataclasses.asdict(s), model=engine.info.id, progress=progress, cancel=cancel)
+                with self.models.exclusive("floor"):
+                    return torch_side("engine.floor.serve").run_floor(engine, progress=progress, cancel=cancel,
+                                                                      **dataclasses.asdict(s))
+            data = yield from background(work, cancel, lambda fraction, text: None)
+        except EngineError as exc:
+            raise refused(exc, lang) from None
+        data.pop("backroom", None)
+        path = self.files.write_text(json.dumps(data, ensure_ascii=False))
+        yield [figures(data), as_file(path)]
+
+    def declare(self) -> None:
+        gr.api(on_gpu(self.serve, duration=600), api_name="serve", concurrency_limit=1, concurrency_id="lab")
