@@ -1,4 +1,6 @@
-"""Re-record the walkthrough's traces (assets/traces/) with our own CLI: `make traces`."""
+"""Re-record the walkthrough's traces (assets/traces/), their profiles (assets/profile/) and the serving
+floor's workload (assets/floor/) with our own CLI:
+`make traces`."""
 
 import json
 import subprocess
@@ -7,6 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "assets" / "traces"
+PROFILES = ROOT / "assets" / "profile"
 
 
 def main() -> int:
@@ -15,6 +18,17 @@ def main() -> int:
         print(f"recording {name}", file=sys.stderr)
         subprocess.run([sys.executable, "-m", "engine", "trace", *args, "--out", str(FOLDER / name)],
                        cwd=ROOT, check=True)
+    # the Speed chapter's profile before any run: each "next" recording's prefill and middle decode step
+    PROFILES.mkdir(exist_ok=True)
+    for name in manifest["traces"]:
+        if name.endswith("-next.json"):
+            print(f"profiling {name}", file=sys.stderr)
+            subprocess.run([sys.executable, "-m", "engine", "profile", "--trace", str(FOLDER / name), "--project",
+                            "--json", "--out", str(PROFILES / name)], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    # the serving floor's workload before any run (chapter 9): the defaults, served three ways
+    print("serving the floor's workload", file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "engine", "floor", "--json", "--out", str(ROOT / "assets" / "floor" / "recorded.json")],
+                   cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     return 0
 
 
