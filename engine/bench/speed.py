@@ -69,6 +69,22 @@ def llamacpp_reference(engine: Engine, prompt: str, new_tokens: int, repeats: in
     return llamacpp.decode_speed(str(embedded_gguf()), text, new_tokens, repeats, torch.get_num_threads())
 
 
+def lens_costs(engine: Engine, trace, repeats: int = 5) -> dict:
+    """What the lens costs where it is now computed: showing one step (median of `repeats`, each on a
+    fresh step) and exporting the whole run (every step's lens, batched)."""
+    from engine.model.lens import exported, step_lens
+    view = []
+    for i in range(repeats):
+        step = trace.steps[(i * 7) % len(trace.steps)]
+        start = now_ms(engine.device)
+        step_lens(engine, step)
+        view.append(now_ms(engine.device) - start)
+    start = now_ms(engine.device)
+    exported(engine, trace)
+    return {"lens_view_ms": statistics.median(view), "lens_export_ms": now_ms(engine.device) - start,
+            "lens_export_steps": len(trace.steps), "lens_hidden_bytes_per_step": len(trace.steps[0].hidden.data)}
+
+
 def bench(engine: Engine, new_tokens: int = 64, repeats: int = 3, prompt: str = PROMPT) -> dict:
     def settings(**kw) -> Settings:
         return Settings(max_new_tokens=new_tokens, ignore_eos=True, **kw)
@@ -103,6 +119,7 @@ def bench(engine: Engine, new_tokens: int = 64, repeats: int = 3, prompt: str = 
         for _normal, paired_run, _finished in interleave(engine, prompt, budget, answer):
             pass
         paired_tpot.append(paired_run.summary.tpot_ms)
+    lens = lens_costs(engine, app_trace)
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the big buffer below
     reference = llamacpp_reference(engine, prompt, new_tokens, repeats)
     bandwidth = read_bandwidth(engine.device) / 1e9
@@ -127,6 +144,8 @@ def bench(engine: Engine, new_tokens: int = 64, repeats: int = 3, prompt: str = 
         "attention_lens_ratio": paired(wall["attention_lens"], hf),
         "app_default_ratio": paired(wall["app_default"], hf),
         "observe_ms_per_step": med(observe),
+        # the logit lens off the run's clock (engine/model/lens.py): one step's on view, a whole run's at export
+        **lens,
         "compare_tpot_ratio": paired(paired_tpot, alone_tpot),
         "reasoning_tpot_alone_ms": med(alone_tpot), "reasoning_tpot_paired_ms": med(paired_tpot),
         "ttft_ms": med(ttft), "tpot_ms": med(tpot),

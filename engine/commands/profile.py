@@ -1,0 +1,71 @@
+"""`python -m engine profile`: where one run's time goes, op by op, measured beside the roofline."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+NAME = "profile"
+HELP = "per-op profile of a run's prefill and one decode step: measured ms beside the roofline's, FLOPs, bytes"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--model", default=None, help="hub id or local folder (default: the embedded SmolLM2-135M)")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if present)")
+    p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
+    p.add_argument("--prompt", default="Explain in two sentences why the sky is blue.")
+    p.add_argument("--max-new-tokens", type=int, default=48, help="tokens the run generates before it is profiled")
+    p.add_argument("--trace", default=None, help="profile the run in this trace file instead of a new run")
+    p.add_argument("--step", type=int, default=None, help="the decode step to profile (default: the run's middle)")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--project", action="store_true", help="add the projection onto the roofline's GPUs and models")
+    p.add_argument("--table", action="store_true", help="print a Markdown table of the per-op totals")
+    p.add_argument("--json", action="store_true", help="print JSON only (one line)")
+    p.add_argument("--out", default=None, help="also write the JSON here")
+
+
+def table(result: dict) -> str:
+    """Per op, summed over layers: prefill and decode, measured and predicted (a README table)."""
+    pre, dec = result["phases"]["prefill"], result["phases"]["decode"]
+    fmt = (lambda v: "–" if v is None else f"{v:.2f}")
+    lines = [f"| op | prefill measured ms | prefill roofline ms | decode measured ms | decode roofline ms | decode bound |",
+             "|---|---:|---:|---:|---:|---|"]
+    for a, b in zip(pre["ops"], dec["ops"]):
+        lines.append(f"| {a['op']} | {fmt(a['measured_ms'])} | {fmt(a['predicted_ms'])} | {fmt(b['measured_ms'])} | "
+                     f"{fmt(b['predicted_ms'])} | {b['bound'] or '–'} |")
+    lines.append(f"| **pass (unhooked)** | **{pre['forward_ms']:.1f}** | {pre['predicted_ms']:.2f} | "
+                 f"**{dec['forward_ms']:.1f}** | {dec['predicted_ms']:.2f} | |")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    from engine.model.core import Engine
+    from engine.profile.ops import Dims
+    from engine.profile.project import projection
+    from engine.profile.run import profile_trace
+    from engine.run.generate import run_trace
+    from engine.schema.trace import Settings
+    from engine.schema.validate import read_trace
+    engine = Engine.load(args.model, device=args.device, dtype=args.dtype)
+    if args.trace:
+        trace = read_trace(Path(args.trace).read_bytes(), engine.limits)
+    else:
+        trace = run_trace(engine, args.prompt, Settings(max_new_tokens=args.max_new_tokens, ignore_eos=True))
+    result = profile_trace(engine, trace, args.step, repeats=args.repeats)
+    if args.project:
+        result["projection"] = projection(Dims.of_config(engine.model.config), engine.info.id,
+                                          result["phases"]["prefill"]["tokens"], result["phases"]["decode"]["keys"])
+    text = json.dumps(result, ensure_ascii=False, indent=None if args.json else 2)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    if args.table:
+        print(table(result))
+    else:
+        print(text)
+    if not args.json:
+        p, d = result["phases"]["prefill"], result["phases"]["decode"]
+        print(f"prefill {p['tokens']} tokens: {p['forward_ms']:.1f} ms (roofline {p['predicted_ms']:.2f}); "
+              f"decode step {result['decode_step']}: {d['forward_ms']:.1f} ms (roofline {d['predicted_ms']:.2f}); "
+              f"hooks added {p['overhead_ms']:.1f} / {d['overhead_ms']:.1f} ms", file=sys.stderr)
+    return 0

@@ -1,0 +1,133 @@
+"""The profile of one run: its prefill and one of its decode steps, replayed with timers on each op,
+beside the roofline's time for each op on this machine's measured bandwidth and FLOP/s.
+
+The replay is a separate short pass after the run (the run itself is never hooked, so nothing here
+touches its clocks): the run's own prompt tokens for the prefill; for decode step K, the prompt and
+the first K - 1 generated tokens put in a fresh cache (one pass, not timed), then the step that feeds
+token K - 1 and gives token K, timed again and again with the cache cropped back after each. It runs
+under the engine's lock, so no other run's pass lands inside it. Sampling is timed on the step's own
+logits; watching is the run's own `observe_ms` for that step (prefill: step 0).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+from transformers import DynamicCache
+
+from engine.errors import InvalidRequest
+from engine.lab.measure import matmul_flops, read_bandwidth
+from engine.profile.measure import time_pass
+from engine.profile.ops import FAMILY, LAYER_OPS, Dims, predicted
+from engine.run.sampling import pick, warpers
+from engine.schema.specs import dtype_bytes
+from engine.schema.trace import Trace
+
+REPEATS = 3                      # hooked and plain passes each, alternating (median reported)
+_MACHINE: dict = {}              # measured once per process and device: (device, dtype) -> numbers
+
+
+def machine(engine) -> dict:
+    """This machine's read bandwidth and matmul FLOP/s in the model's dtype, as the lab's roofline
+    measures them (smaller sizes: ~1 s once per process)."""
+    key = (str(engine.device), str(engine.model.dtype))
+    if key not in _MACHINE:
+        with torch.inference_mode():
+            _MACHINE[key] = {"bandwidth_bytes_s": read_bandwidth(engine.device, megabytes=512, repeats=3),
+                             "peak_flops": matmul_flops(engine.device, engine.model.dtype, n=1024, repeats=3),
+                             "method": "bandwidth: best of 3 sums over 512 MiB; FLOP/s: best of 3 1024² matmuls"}
+    return _MACHINE[key]
+
+
+def _phase(engine, timing: dict, dims: Dims, tokens: int, keys: int, extra: dict, hw: dict) -> dict:
+    """One pass's table: per layer and op, measured beside predicted; and the same summed per op."""
+    b = dtype_bytes(str(engine.model.dtype))
+    rows = []
+    for row in predicted(dims, tokens, keys, b, hw["peak_flops"], hw["bandwidth_bytes_s"]):
+        key = (row["layer"], row["op"])
+        measured = timing["ops"].get(key, extra.get(row["op"]))
+        rows.append({**row, "family": FAMILY[row["op"]], "measured_ms": measured})
+    rows.append({"layer": None, "op": "other", "family": "other", "flops": 0.0, "bytes": 0.0, "predicted_ms": None,
+                 "bound": None, "measured_ms": timing["ops"][(None, "other")]})
+    rows.append({"layer": None, "op": "watching", "family": "watching", "flops": 0.0, "bytes": 0.0,
+                 "predicted_ms": None, "bound": None, "measured_ms": extra.get("watching")})
+    for row in rows:
+        m, p = row["measured_ms"], row["predicted_ms"]
+        row["ratio"] = m / p if m is not None and p else None
+    ops = []
+    for op in [*LAYER_OPS, "embed", "rope_tables", "final_norm", "lm_head", "other", "sampling", "watching"]:
+        mine = [r for r in rows if r["op"] == op]
+        measured = [r["measured_ms"] for r in mine if r["measured_ms"] is not None]
+        pred = [r["predicted_ms"] for r in mine if r["predicted_ms"] is not None]
+        total_m, total_p = (sum(measured) if measured else None), (sum(pred) if pred else None)
+        ops.append({"op": op, "family": FAMILY[op], "layers": sum(r["layer"] is not None for r in mine),
+                    "measured_ms": total_m, "predicted_ms": total_p, "bound": mine[0]["bound"],
+                    "flops": sum(r["flops"] for r in mine), "bytes": sum(r["bytes"] for r in mine),
+                    "ratio": total_m / total_p if total_m is not None and total_p else None})
+    in_pass = [r["measured_ms"] for r in rows if r["op"] not in ("sampling", "watching")]
+    return {"tokens": tokens, "keys": keys, "forward_ms": timing["plain_ms"], "hooked_ms": timing["hooked_ms"],
+            "overhead_ms": timing["hooked_ms"] - timing["plain_ms"], "ops_sum_ms": sum(in_pass),
+            "plain_runs": timing["plain_runs"], "hooked_runs": timing["hooked_runs"],
+            "predicted_ms": sum(r["predicted_ms"] or 0.0 for r in rows), "rows": rows, "ops": ops}
+
+
+def _sampling_ms(engine, logits: torch.Tensor, trace: Trace, context: list[int], repeats: int) -> float:
+    """The run's own token choice (its sampling settings) on these logits, median of `repeats`."""
+    s = trace.settings
+    chain, generator = warpers(s.temperature, s.top_k, s.top_p), torch.Generator(device=engine.device).manual_seed(s.seed)
+    ids, times = torch.tensor([context]), []
+    for _ in range(repeats + 1):
+        start = time.perf_counter_ns()
+        pick(logits, s, chain, ids, generator)
+        times.append((time.perf_counter_ns() - start) / 1e6)
+    return statistics.median(times[1:])
+
+
+def profile_trace(engine, trace: Trace, step: int | None = None, repeats: int = REPEATS) -> dict:
+    """The profile of `trace`'s run on `engine` (its model): prefill, and decode step `step` (default:
+    the middle of the run; 1..steps-1). Raises InvalidRequest when the trace cannot be replayed here."""
+    if trace.model.id != engine.info.id or trace.model.source == "served":
+        raise InvalidRequest("the profile replays a run of this page's model", "profile_other_model")
+    prompt = [t.id for t in trace.prompt.tokens]
+    generated = [s.id for s in trace.steps]
+    if len(generated) < 2:
+        raise InvalidRequest("the profile needs a run of at least two tokens", "profile_too_short")
+    step = len(generated) // 2 if step is None else int(step)
+    if not 1 <= step <= len(generated) - 1:
+        raise InvalidRequest(f"the decode step must be 1..{len(generated) - 1}", "profile_step",
+                             most=len(generated) - 1)
+    dims, hw, model = Dims.of_config(engine.model.config), machine(engine), engine.model
+    device = engine.device
+    prefix = prompt + generated[:step - 1]
+    with engine.lock, torch.inference_mode():
+        def prefill():
+            cache = DynamicCache(config=model.config)
+            return model(input_ids=torch.tensor([prompt], device=device), cache=cache, use_cache=True, logits_to_keep=1)
+        first = time_pass(model, prefill, repeats)
+        cache = DynamicCache(config=model.config)
+        model(input_ids=torch.tensor([prefix], device=device), cache=cache, use_cache=True, logits_to_keep=1)
+
+        def decode():
+            extra = cache.get_seq_length() - len(prefix)
+            if extra > 0:                                # the previous repeat's token out again
+                cache.crop(-extra)
+            return model(input_ids=torch.tensor([[generated[step - 1]]], device=device), cache=cache,
+                         use_cache=True, logits_to_keep=1)
+        later = time_pass(model, decode, repeats)
+        sample = [_sampling_ms(engine, t["output"].logits[0, -1].float(), trace, ctx, repeats)
+                  for t, ctx in ((first, prompt), (later, prefix + generated[step - 1:step]))]
+    watch = [trace.steps[0].observe_ms, trace.steps[step].observe_ms]
+    return {
+        "model": engine.info.id, "device": engine.info.device, "dtype": engine.info.dtype,
+        "threads": torch.get_num_threads(), "prompt": trace.prompt.raw[:200], "run_id": trace.run_id,
+        "created": trace.created, "decode_step": step, "steps": len(generated), "repeats": repeats,
+        "path": "eager", "run_decode_path": trace.observation.decode if trace.observation else "eager",
+        "machine": {"name": engine.info.device, **hw},
+        "phases": {
+            "prefill": _phase(engine, first, dims, len(prompt), len(prompt),
+                              {"sampling": sample[0], "watching": watch[0]}, hw),
+            "decode": _phase(engine, later, dims, 1, len(prefix) + 1, {"sampling": sample[1], "watching": watch[1]}, hw),
+        },
+    }

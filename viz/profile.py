@@ -1,0 +1,164 @@
+"""Where a pass's time goes: each op measured beside the roofline's time for it (engine/profile).
+
+`ops_chart` is one pass (prefill or a decode step): per op, summed over the layers, the measured time
+as a bar and the roofline's time as a tick, on one log axis, with measured ÷ roofline written beside;
+`lanes_chart` is the same pass layer by layer (a lane per op, a cell per layer), coloured by how far
+each cell is from its bound. `profile_chart` puts the two side by side; `projection_chart` draws the
+profile's projection onto other GPUs and models. Input: the plain dict `python -m engine profile
+--json` prints (no torch here).
+"""
+
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import pandas as pd
+
+from .fmt import fmt_ms, wrap_lines
+from .labels import label
+from .theme import BLUE, GREY, INK, ORANGE, PURPLE
+
+PASS_OPS = ("embed", "rope_tables", "input_norm", "q_proj", "k_proj", "v_proj", "attention", "o_proj", "post_norm",
+            "gate_proj", "up_proj", "act_mul", "down_proj", "residual", "final_norm", "lm_head", "other", "sampling",
+            "watching")
+FLOOR_MS = 1e-4          # a log axis cannot show 0: times below 0.1 µs are drawn at it
+
+
+def op_name(op: str, lang: str) -> str:
+    return label(f"prof_op_{op}", lang)
+
+
+def _phase_title(profile: dict, phase: str, lang: str) -> str:
+    p = profile["phases"][phase]
+    if phase == "prefill":
+        return label("prof_phase_prefill", lang, n=p["tokens"])
+    return label("prof_phase_decode", lang, k=profile["decode_step"], s=p["keys"])
+
+
+def _check(profile: dict | None, phase: str, lang: str) -> dict:
+    if not profile or phase not in (profile.get("phases") or {}):
+        raise ValueError(label("prof_none", lang))
+    return profile["phases"][phase]
+
+
+def _bound_name(bound: str | None, lang: str) -> str:
+    return label(f"lab_bound_by_{bound}", lang) if bound else label("prof_no_bound", lang)
+
+
+def _ratio_text(ratio: float | None) -> str:
+    if ratio is None or not math.isfinite(ratio):
+        return ""
+    return f"×{ratio:,.0f}" if ratio >= 10 else f"×{ratio:.1f}"
+
+
+def ops_frame(profile: dict, phase: str, lang: str) -> pd.DataFrame:
+    """One row per op of the pass, in the order the pass runs them."""
+    p = _check(profile, phase, lang)
+    by_op = {o["op"]: o for o in p["ops"]}
+    rows = []
+    for op in PASS_OPS:
+        o = by_op.get(op)
+        if o is None or o["measured_ms"] is None:
+            continue
+        rows.append({"op": op_name(op, lang), "measured": max(o["measured_ms"], FLOOR_MS),
+                     "measured_ms": o["measured_ms"], "roofline": max(o["predicted_ms"], FLOOR_MS) if o["predicted_ms"]
+                     else None, "roofline_ms": o["predicted_ms"], "ratio": o["ratio"], "ratio_text": _ratio_text(o["ratio"]),
+                     "bound": _bound_name(o["bound"], lang), "layers": o["layers"],
+                     "gflops": o["flops"] / 1e9, "mb": o["bytes"] / 1e6})
+    return pd.DataFrame(rows)
+
+
+def ops_chart(profile: dict, phase: str, lang: str = "en", height: int | None = None) -> alt.LayerChart:
+    """Per op (all layers together): measured bar, roofline tick, measured ÷ roofline beside them."""
+    frame = ops_frame(profile, phase, lang)
+    p = profile["phases"][phase]
+    order = list(frame["op"])
+    y = alt.Y("op:N", sort=order, title=None, axis=alt.Axis(labelLimit=200))
+    x_scale = alt.Scale(type="log", domain=[FLOOR_MS, max(frame["measured"].max(), frame["roofline"].max()) * 4])
+    tips = [alt.Tooltip("op:N", title=label("prof_op", lang)),
+            alt.Tooltip("measured_ms:Q", title=label("measured", lang), format=".3f"),
+            alt.Tooltip("roofline_ms:Q", title=label("prof_roofline", lang), format=".4f"),
+            alt.Tooltip("ratio:Q", title=label("prof_ratio", lang), format=",.1f"),
+            alt.Tooltip("bound:N", title=label("lab_limited", lang)),
+            alt.Tooltip("gflops:Q", title=label("prof_gflops", lang), format=",.4f"),
+            alt.Tooltip("mb:Q", title=label("prof_mb", lang), format=",.3f"),
+            alt.Tooltip("layers:Q", title=label("prof_layers", lang))]
+    base = alt.Chart(frame).encode(y=y, tooltip=tips)
+    bars = base.mark_bar(color=BLUE, height={"band": 0.7}).encode(      # from the axis floor (a log axis has no 0)
+        x=alt.X("measured:Q", scale=x_scale, title=label("prof_ms_axis", lang)), x2=alt.datum(FLOOR_MS))
+    bounds = [label("lab_bound_by_compute", lang), label("lab_bound_by_memory", lang)]
+    ticks = base.mark_tick(thickness=3, size=16).encode(
+        x=alt.X("roofline:Q", scale=x_scale),
+        color=alt.Color("bound:N", title=label("prof_tick_legend", lang), scale=alt.Scale(domain=bounds,
+                        range=[PURPLE, ORANGE]), legend=alt.Legend(orient="top")))
+    ratio = base.mark_text(align="left", dx=6, fontSize=12, color=INK).encode(x=alt.X("measured:Q", scale=x_scale),
+                                                                             text="ratio_text:N")
+    m = profile["machine"]
+    title = alt.Title(
+        label("prof_title", lang, phase=_phase_title(profile, phase, lang)),
+        subtitle=wrap_lines([label("prof_sub", lang, ms=fmt_ms(p["forward_ms"]), bound=fmt_ms(p["predicted_ms"]),
+                                   overhead=fmt_ms(max(p["overhead_ms"], 0.0)), repeats=profile["repeats"]),
+                             label("prof_sub2", lang, bw=f"{m['bandwidth_bytes_s'] / 1e9:,.1f}",
+                                   flops=f"{m['peak_flops'] / 1e9:,.0f}")], width=78))
+    return alt.layer(bars, ticks, ratio, title=title).properties(width=300, height=height or alt.Step(17))
+
+
+def lanes_frame(profile: dict, phase: str, lang: str) -> pd.DataFrame:
+    """One row per (op, layer): the op's time in that layer, measured and by the roofline."""
+    p = _check(profile, phase, lang)
+    rows = [{"op": op_name(r["op"], lang), "layer": r["layer"], "measured_ms": r["measured_ms"],
+             "roofline_ms": r["predicted_ms"], "ratio": max(r["ratio"], 0.01) if r["ratio"] is not None else None}
+            for r in p["rows"] if r["layer"] is not None and r["measured_ms"] is not None]
+    return pd.DataFrame(rows)
+
+
+def lanes_chart(profile: dict, phase: str, lang: str = "en") -> alt.Chart:
+    """A lane per op, a cell per layer: how many times its roofline time each op took in each layer."""
+    frame = lanes_frame(profile, phase, lang)
+    order = [op_name(op, lang) for op in PASS_OPS]
+    return alt.Chart(frame, title=alt.Title(label("prof_lanes_title", lang),
+                                            subtitle=wrap_lines([label("prof_lanes_sub", lang)], width=52))).mark_rect().encode(
+        x=alt.X("layer:O", title=label("layer_axis", lang), axis=alt.Axis(labelAngle=0, values=list(range(0, 200, 5)))),
+        y=alt.Y("op:N", sort=order, title=None, axis=alt.Axis(labelLimit=200)),
+        color=alt.Color("ratio:Q", title=label("prof_ratio", lang),
+                        scale=alt.Scale(type="log", scheme="oranges"), legend=alt.Legend(orient="right")),
+        tooltip=[alt.Tooltip("op:N", title=label("prof_op", lang)), alt.Tooltip("layer:O", title=label("layer", lang)),
+                 alt.Tooltip("measured_ms:Q", title=label("measured", lang), format=".4f"),
+                 alt.Tooltip("roofline_ms:Q", title=label("prof_roofline", lang), format=".5f"),
+                 alt.Tooltip("ratio:Q", title=label("prof_ratio", lang), format=",.1f")],
+    ).properties(width=alt.Step(9), height=alt.Step(17))
+
+
+def profile_chart(profile: dict, phase: str, lang: str = "en") -> alt.HConcatChart:
+    """The pass by op, and the same pass layer by layer, side by side."""
+    return alt.hconcat(ops_chart(profile, phase, lang), lanes_chart(profile, phase, lang), spacing=30)
+
+
+def projection_frame(profile: dict, lang: str) -> pd.DataFrame:
+    rows = profile.get("projection") or []
+    if not rows:
+        raise ValueError(label("prof_none", lang))
+    frame = pd.DataFrame(rows)
+    frame["family"] = frame["family"].map(lambda f: label(f"prof_family_{f}", lang))
+    frame["phase"] = frame["phase"].map(lambda p: label("prefill" if p == "prefill" else "step_axis", lang))
+    return frame
+
+
+def projection_chart(profile: dict, lang: str = "en") -> alt.FacetChart:
+    """Projection: each model's prefill and decode step on each GPU, split by family of ops."""
+    frame = projection_frame(profile, lang)
+    families = [label(f"prof_family_{f}", lang) for f in ("matmul", "attention", "other")]
+    phases = [label("prefill", lang), label("step_axis", lang)]
+    return alt.Chart(frame).mark_bar().encode(
+        y=alt.Y("hardware:N", title=None, sort=list(dict.fromkeys(frame["hardware"]))),
+        x=alt.X("predicted_ms:Q", title=label("prof_projection_axis", lang), stack="zero"),
+        color=alt.Color("family:N", title=label("prof_family", lang),
+                        scale=alt.Scale(domain=families, range=[BLUE, ORANGE, GREY]), legend=alt.Legend(orient="top")),
+        row=alt.Row("model:N", title=None, sort=list(dict.fromkeys(frame["model"])),
+                    header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold")),
+        column=alt.Column("phase:N", title=None, sort=phases),
+        tooltip=["model:N", "hardware:N", "family:N", alt.Tooltip("predicted_ms:Q", format=".4f")],
+    ).resolve_scale(x="independent").properties(
+        width=260, height=alt.Step(14), title=alt.Title(label("prof_projection_title", lang),
+                                                        subtitle=[label("prof_projection_sub", lang)]))
