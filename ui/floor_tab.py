@@ -68,9 +68,10 @@ class FloorActions:
                              shared_prefix=whole(shared), new_tokens=whole(new_tokens), page_size=whole(page_size),
                              num_blocks=whole(blocks), max_batch_tokens=whole(batch_tokens), scheduler=scheduler)
 
-    def run(self, *args, request: gr.Request):
+    def run(self, requests, arrival, rate, prompt_tokens, shared, new_tokens, page_size, blocks, batch_tokens,
+            scheduler, lang, model_id, request: gr.Request):
         """A generator: progress in the note, then every view of the visitor's own run."""
-        *values, lang, model_id = args
+        values = (requests, arrival, rate, prompt_tokens, shared, new_tokens, page_size, blocks, batch_tokens, scheduler)
         engine = self.models.get(model_id, lang)
         if lab_mode(engine.info.id) != "on":
             raise gr.Error(label(f"lab_mode_{lab_mode(engine.info.id)}", lang), title=say("error_title", lang))
@@ -157,10 +158,10 @@ def build(models, model_id, lang: gr.State) -> None:
     first = views(recorded(), "en", True)
     verdict = gr.Markdown(first[0], elem_id="floor-verdict")
     lanes = gr.Plot(first[1], show_label=False, elem_id="floor-lanes")
-    blocks_plot = gr.Plot(first[2], show_label=False, elem_id="floor-blocks-plot")
-    with gr.Row():
-        step_plot = gr.Plot(first[3], show_label=False, elem_id="floor-step")
-        modes_plot = gr.Plot(first[4], show_label=False, elem_id="floor-modes")
+    with gr.Row():          # the blocks beside what a step costs: why sharing and batching pay
+        blocks_plot = gr.Plot(first[2], show_label=False, elem_id="floor-blocks-plot", scale=3)
+        step_plot = gr.Plot(first[3], show_label=False, elem_id="floor-step", scale=2)
+    modes_plot = gr.Plot(first[4], show_label=False, elem_id="floor-modes")
     modes_table = gr.Dataframe(first[5], interactive=False, elem_id="floor-modes-table", wrap=True)
     requests_table = gr.Dataframe(first[6], interactive=False, elem_id="floor-requests-table", wrap=True)
     ties = gr.Markdown(first[7], elem_id="floor-ties")

@@ -106,7 +106,7 @@ def blocks_chart(floor: Floor, lang: str = "en") -> alt.LayerChart:
                        y="y:Q", x=alt.value(0), text="text:N")]
     title = alt.Title(label("floor_blocks_title", lang, peak=cache.peak_blocks,
                             bytes=fmt_bytes(cache.peak_blocks * cache.bytes_per_block)), subtitle=sub)
-    return alt.layer(*layers, title=title).properties(width=560, height=240)
+    return alt.layer(*layers, title=title).properties(width=480, height=240)
 
 
 def step_cost(floor: Floor) -> pd.DataFrame:
@@ -185,7 +185,7 @@ def modes_chart(floor: Floor, lang: str = "en") -> alt.HConcatChart:
         opacity=alt.Opacity("q:N", scale=alt.Scale(domain=[median, "p95"], range=[1.0, 0.55]),
                             legend=alt.Legend(orient="bottom", title=None)),
         tooltip=[alt.Tooltip("q:N"), alt.Tooltip("v:Q", format=".2f", title=label("floor_seconds", lang))])
-    return alt.hconcat(left.properties(width=240, height=120), right.properties(width=240, height=120))
+    return alt.hconcat(left.properties(width=320, height=120), right.properties(width=320, height=120))
 
 
 def verdict_md(floor: Floor, lang: str = "en") -> str:

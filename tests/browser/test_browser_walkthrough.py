@@ -5,7 +5,7 @@ test-output/browser/walkthrough-<lang>-<step>.png; look at them after changing a
 import pytest
 
 VISUALS = {0: "#wt-compare", 1: "#wt-heatmap", 2: "#wt-kv", 3: "#wt-candidates", 4: "#wt-timeline",
-           5: "#wt-lab", 6: "#wt-reasoning-chart", 7: "#wt-playground"}
+           5: "#wt-lab", 6: "#wt-reasoning-chart", 7: "#wt-playground", 8: "#wt-floor"}
 SOURCE = {"en-US": "recording", "zh-CN": "录制版本"}
 NEXT = {"en-US": "Next", "zh-CN": "下一步"}
 VERDICT = {"en-US": "Checked against the right answer, 12", "zh-CN": "对照正确答案 7"}
@@ -25,7 +25,7 @@ def test_walk_all_steps_with_the_keyboard(browser, app_url, output_dir, locale):
         page.wait_for_selector("body.tbt-present #walkthrough", timeout=60_000)
         page.wait_for_function(f"() => document.querySelector('#wt-source')?.innerText.includes('{SOURCE[locale]}')",
                                timeout=60_000)
-        for step in range(8):
+        for step in range(len(VISUALS)):
             visual = VISUALS[step]
             marks = f"{visual} .vega-embed .marks" if step != 0 else f"{visual} .tbt"
             page.wait_for_selector(marks, timeout=30_000)
@@ -53,10 +53,10 @@ def test_walk_all_steps_with_the_keyboard(browser, app_url, output_dir, locale):
                 verdict = page.inner_text("#wt-verdict")
                 assert VERDICT[locale] in verdict and WRONG[locale] in verdict, verdict
             page.keyboard.press("ArrowRight" if step % 2 == 0 else "PageDown")
-            if step < 7:
+            if step < len(VISUALS) - 1:
                 page.wait_for_selector(f"#wt-step-{step + 1}", state="visible", timeout=10_000)
         page.keyboard.press("ArrowLeft")
-        page.wait_for_selector("#wt-step-6", state="visible", timeout=10_000)
+        page.wait_for_selector(f"#wt-step-{len(VISUALS) - 2}", state="visible", timeout=10_000)
         assert "Run live" not in SOURCE[locale] and errors == []
     finally:
         context.close()

@@ -1,0 +1,54 @@
+"""The serving floor in a real headless Chromium: the recorded workload before any run, a small
+workload served from the page, and a setting the cache cannot hold refused with a message.
+Screenshots land in test-output/browser/floor-*.png."""
+
+import pytest
+
+TAB = "9 · Serving floor"
+
+
+@pytest.fixture(autouse=True)
+def floor_tab_open(page):
+    page.get_by_role("tab", name=TAB).click()
+
+
+def set_number(page, elem_id: str, value) -> None:
+    box = page.locator(f"#{elem_id} input[type=number]").first
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def test_the_recorded_workload_is_drawn_before_any_run(page, shots):
+    for chart in ("floor-lanes", "floor-blocks-plot", "floor-step", "floor-modes"):
+        page.wait_for_selector(f"#{chart} .vega-embed .marks", timeout=30_000)
+    verdict = page.inner_text("#floor-verdict")
+    assert "recorded workload" in verdict and "tokens/s" in verdict
+    assert page.locator("#floor-requests-table tbody tr").count() >= 8
+    assert "KV formula" in page.inner_text("#floor-ties")
+    page.screenshot(path=str(shots / "floor-recorded.png"), full_page=True)
+
+
+def test_a_small_workload_served_from_the_page(page, shots):
+    set_number(page, "floor-requests", 3)
+    set_number(page, "floor-new", 4)
+    set_number(page, "floor-prompt", 48)
+    set_number(page, "floor-shared", 16)
+    page.click("#floor-run")
+    page.wait_for_function("""() => { const t = document.querySelector('#floor-verdict').innerText;
+                              return t.includes('tokens/s') && !t.includes('recorded workload')
+                                     && !t.includes('%'); }""", timeout=300_000)
+    page.wait_for_selector("#floor-lanes .vega-embed .marks", timeout=30_000)
+    rows = page.locator("#floor-requests-table tbody tr")
+    assert rows.count() == 3
+    assert all("yes" in rows.nth(i).inner_text() for i in range(3))       # tokens equal their own generate
+    assert page.locator("#floor-download a, #floor-download .file-preview").count() > 0
+    page.screenshot(path=str(shots / "floor-run.png"), full_page=True)
+
+
+def test_a_cache_too_small_for_one_request_is_refused_with_a_message(page):
+    set_number(page, "floor-blocks", 2)
+    page.click("#floor-run")
+    toast = page.locator(".toast-body").first
+    toast.wait_for(timeout=30_000)
+    assert "blocks" in toast.inner_text()
+    assert "recorded workload" in page.inner_text("#floor-verdict")     # nothing ran, nothing changed
