@@ -54,7 +54,7 @@ def note_md(profile: dict, lang: str, recording: bool) -> str:
     return text(key, lang).format(
         prompt=escape(profile["prompt"][:80]), k=profile["decode_step"], n=profile["steps"],
         device=escape(device_name(profile["device"])), threads=profile["threads"], date=escape(profile["created"][:10]),
-        path=profile["run_decode_path"])
+        path=text(f"profile_path_{profile['run_decode_path']}", lang))
 
 
 class ProfilePanel:

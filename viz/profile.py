@@ -75,7 +75,9 @@ def ops_chart(profile: dict, phase: str, lang: str = "en", height: int | None = 
     p = profile["phases"][phase]
     order = list(frame["op"])
     y = alt.Y("op:N", sort=order, title=None, axis=alt.Axis(labelLimit=200))
-    x_scale = alt.Scale(type="log", domain=[FLOOR_MS, max(frame["measured"].max(), frame["roofline"].max()) * 4])
+    top = max(frame["measured"].max(), frame["roofline"].max()) * 4
+    x_scale = alt.Scale(type="log", domain=[FLOOR_MS, top])
+    decades = [10.0 ** e for e in range(-4, math.ceil(math.log10(top)) + 1)]
     tips = [alt.Tooltip("op:N", title=label("prof_op", lang)),
             alt.Tooltip("measured_ms:Q", title=label("measured", lang), format=".3f"),
             alt.Tooltip("roofline_ms:Q", title=label("prof_roofline", lang), format=".4f"),
@@ -86,7 +88,8 @@ def ops_chart(profile: dict, phase: str, lang: str = "en", height: int | None = 
             alt.Tooltip("layers:Q", title=label("prof_layers", lang))]
     base = alt.Chart(frame).encode(y=y, tooltip=tips)
     bars = base.mark_bar(color=BLUE, height={"band": 0.7}).encode(      # from the axis floor (a log axis has no 0)
-        x=alt.X("measured:Q", scale=x_scale, title=label("prof_ms_axis", lang)), x2=alt.datum(FLOOR_MS))
+        x=alt.X("measured:Q", scale=x_scale, title=label("prof_ms_axis", lang),
+                axis=alt.Axis(values=decades, format="~g")), x2=alt.datum(FLOOR_MS))
     bounds = [label("lab_bound_by_compute", lang), label("lab_bound_by_memory", lang)]
     ticks = base.mark_tick(thickness=3, size=16).encode(
         x=alt.X("roofline:Q", scale=x_scale),
@@ -98,7 +101,7 @@ def ops_chart(profile: dict, phase: str, lang: str = "en", height: int | None = 
     title = alt.Title(
         label("prof_title", lang, phase=_phase_title(profile, phase, lang)),
         subtitle=wrap_lines([label("prof_sub", lang, ms=fmt_ms(p["forward_ms"]), bound=fmt_ms(p["predicted_ms"]),
-                                   overhead=fmt_ms(max(p["overhead_ms"], 0.0)), repeats=profile["repeats"]),
+                                   timed=fmt_ms(p["hooked_ms"]), repeats=profile["repeats"]),
                              label("prof_sub2", lang, bw=f"{m['bandwidth_bytes_s'] / 1e9:,.1f}",
                                    flops=f"{m['peak_flops'] / 1e9:,.0f}")], width=78))
     return alt.layer(bars, ticks, ratio, title=title).properties(width=300, height=height or alt.Step(17))

@@ -123,7 +123,7 @@ def profile_trace(engine, trace: Trace, step: int | None = None, repeats: int = 
         "model": engine.info.id, "device": engine.info.device, "dtype": engine.info.dtype,
         "threads": torch.get_num_threads(), "prompt": trace.prompt.raw[:200], "run_id": trace.run_id,
         "created": trace.created, "decode_step": step, "steps": len(generated), "repeats": repeats,
-        "path": "eager", "run_decode_path": trace.observation.decode if trace.observation else "eager",
+        "replay": "eager", "run_decode_path": trace.observation.decode if trace.observation else "eager",
         "machine": {"name": engine.info.device, **hw},
         "phases": {
             "prefill": _phase(engine, first, dims, len(prompt), len(prompt),

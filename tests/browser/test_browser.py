@@ -321,7 +321,8 @@ LATIN_ALLOWED = {"token", "Token", "KV", "TTFT", "TPOT", "CPU", "GPU", "SDPA", "
                  "GFLOP", "FLOP", "SXM", "ln", "e", "nat", "python", "engine", "trace", "lab", "eval", "json",
                  "SGLang", "TGI", "Ollama", "llama.cpp",   # serving engines: names
                  "PyTorch", "Hugging", "Face", "transformers",   # libraries: names
-                 "GQA", "ITL"}                                    # terms kept in English, like TTFT
+                 "GQA", "ITL",                                    # terms kept in English, like TTFT
+                 "RoPE", "MLP", "SiLU"}                           # the profile's op names: model parts
 VISIBLE_TEXT_JS = """() => {
   const out = [];
   // not scanned: visitor and model texts, file names, and screen-reader-only text (Gradio's own
