@@ -111,8 +111,7 @@ def blocks_chart(floor: Floor, lang: str = "en") -> alt.LayerChart:
 
 def step_cost(floor: Floor) -> pd.DataFrame:
     """Decode-only steps: how many requests were in the batch and how long the step took."""
-    rows = [{"requests": len(f.batch), "ms": f.end_ms - f.start_ms} for f in floor.frames
-            if f.batch and not any(prefill for _, _, prefill in f.batch)]
+    rows = [{"requests": n, "ms": ms} for n, times in floor.decode_steps().items() for ms in times]
     return pd.DataFrame(rows, columns=["requests", "ms"])
 
 

@@ -122,6 +122,14 @@ class Floor:
     def mode(self, name: str) -> Mode:
         return self.modes[MODES.index(name)]
 
+    def decode_steps(self) -> dict[int, list[float]]:
+        """What a decode-only step (no prompt in the batch) took, in ms, by the requests it decoded."""
+        steps: dict[int, list[float]] = {}
+        for f in self.frames:
+            if f.batch and not any(prefill for _, _, prefill in f.batch):
+                steps.setdefault(len(f.batch), []).append(f.end_ms - f.start_ms)
+        return dict(sorted(steps.items()))
+
     def to_json(self) -> str:
         return json.dumps(to_plain(self), ensure_ascii=False, allow_nan=False)
 
