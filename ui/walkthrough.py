@@ -22,6 +22,7 @@ from viz import attention, decode, html, kv, speed
 from viz import reasoning as rviz
 from viz import lab as lab_viz
 from viz import floor as floor_viz
+from viz import profile as profile_viz
 from viz import strings, verdicts
 from viz.fmt import device_name
 from viz.labels import label
@@ -33,12 +34,13 @@ from .gpu import on_gpu
 from .i18n import ASSETS, STRINGS, t, text
 from . import share
 from .floor_tab import recorded as recorded_floor
+from .profile_panel import recorded as recorded_profile
 from .lab_tab import recorded_results
 from .models import torch_side
 from .runs import ENGINE_CONCURRENCY
 from .views import chart_or_notice, first_readable_step, least_sure_step
 
-STEPS = 9
+STEPS = 10
 KEYS_JS = """
 document.addEventListener('keydown', (e) => {
   if (e.target.closest('input, textarea, select, [contenteditable]')) return;
@@ -52,16 +54,17 @@ document.addEventListener('keydown', (e) => {
 
 
 KINDS = ("next", "normal", "reasoning")
-COMPONENTS = (1, 1, 1, 2, 2, 2, 4, 1, 2)  # the components `_visual(i)` lays out for each step
+COMPONENTS = (1, 1, 1, 2, 2, 2, 4, 1, 2, 2)  # the components `_visual(i)` lays out for each step
 LIVE_REDRAW_S = 0.5                  # how often a live run redraws the charts it streams into
 # chart heights (px) on a projector, per step: shorter where the step shows more under its chart
-PRESENT_HEIGHTS = {1: 250, 2: 250, 3: 200, 4: 110, 5: 230, 6: 118, 7: 230, 8: 200}
+PRESENT_HEIGHTS = {1: 250, 2: 250, 3: 200, 4: 110, 5: 230, 6: 118, 7: 230, 8: 200, 9: 230}
 # the visual's box at 1280 px, the width a chart takes whole, its axes and legend included
 # (viz.theme.presentable); the sampling step's four panels share it beside their token labels
 BOX_WIDTH = 664         # 686 px there, less the chart's own padding
 PANEL_WIDTH = {True: 118, False: 132}      # presenter (larger labels), normal
 LAB_STEP = 5                         # the step that shows the lab's recording, even after a live run
 FLOOR_STEP = 8                       # the serving floor's recorded workload, even after a live run
+PROFILE_STEP = 9                     # where the time goes: the recording's profile, even after a live run
 NEXT_TOKENS = 24                     # the next-token example's length, as recorded (assets/traces/manifest.json)
 
 
@@ -172,6 +175,9 @@ class Walkthrough:
             return [draw(rviz.compare_timeline, normal, reasoning), rviz.reasoning_html(normal, lang),
                     rviz.reasoning_html(reasoning, lang),
                     verdict_md(normal, reasoning, lang, brief=present) if normal.summary and reasoning.summary else ""]
+        if i == PROFILE_STEP:     # the recording's profile (Explore → 5 profiles the visitor's own run)
+            profile = recorded_profile(lang)
+            return [draw(profile_viz.bound_chart, profile), profile_viz.summary_md(profile, lang)]
         if i == FLOOR_STEP:       # the serving floor: always its recording (a live run is one request)
             floor = recorded_floor()
             if floor is None:
@@ -311,6 +317,8 @@ def _visual(i: int) -> list:
         with gr.Row():
             columns = [gr.HTML(elem_id="wt-normal"), gr.HTML(elem_id="wt-reasoning")]
         return [chart, *columns, verdict]
+    if i == PROFILE_STEP:
+        return [plot("profile"), gr.Markdown(elem_id="wt-profile-note", elem_classes="tbt-hint")]
     if i == FLOOR_STEP:
         return [plot("floor"), gr.Markdown(elem_id="wt-floor-verdict", elem_classes="tbt-hint")]
     return [plot("playground")]

@@ -165,3 +165,69 @@ def projection_chart(profile: dict, lang: str = "en") -> alt.FacetChart:
     ).resolve_scale(x="independent").properties(
         width=260, height=alt.Step(14), title=alt.Title(label("prof_projection_title", lang),
                                                         subtitle=[label("prof_projection_sub", lang)]))
+
+
+# --- the walkthrough's view: each kind of op, how many times its bound it took --------------------
+GROUPS = {"matmul": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+          "lm_head": ("lm_head",), "attention": ("attention",), "norms": ("input_norm", "post_norm", "final_norm"),
+          "elementwise": ("act_mul", "residual", "rope_tables", "embed"), "sampling": ("sampling",)}
+
+
+def groups_frame(profile: dict | None, lang: str) -> pd.DataFrame:
+    """Per kind of op and phase: measured and roofline time summed over its ops and layers."""
+    rows = []
+    for phase in ("prefill", "decode"):
+        by_op = {o["op"]: o for o in _check(profile, phase, lang)["ops"]}
+        for group, ops in GROUPS.items():
+            mine = [by_op[op] for op in ops if op in by_op and by_op[op]["predicted_ms"]]
+            measured, predicted = sum(o["measured_ms"] for o in mine), sum(o["predicted_ms"] for o in mine)
+            if not mine or predicted <= 0:
+                continue
+            bound = max(mine, key=lambda o: o["predicted_ms"])["bound"]
+            rows.append({"group": label(f"prof_group_{group}", lang), "phase": label(f"prof_short_{phase}", lang),
+                         "measured_ms": measured, "roofline_ms": predicted, "ratio": max(measured / predicted, 0.1),
+                         "ratio_text": _ratio_text(measured / predicted), "bound": _bound_name(bound, lang)})
+    return pd.DataFrame(rows)
+
+
+def bound_chart(profile: dict | None, lang: str = "en") -> alt.LayerChart:
+    """How many times its roofline time each kind of op took, in the prefill and in a decode step."""
+    frame = groups_frame(profile, lang)
+    phases = list(dict.fromkeys(frame["phase"]))
+    y = alt.Y("group:N", sort=list(dict.fromkeys(frame["group"])), title=None, axis=alt.Axis(labelLimit=220))
+    top = 10 ** math.ceil(math.log10(max(frame["ratio"].max() * 2, 10)))
+    x = alt.X("ratio:Q", scale=alt.Scale(type="log", domain=[0.5, top], nice=False), title=label("prof_ratio_axis", lang),
+              axis=alt.Axis(values=[10.0 ** e for e in range(0, int(math.log10(top)) + 1)], format="~g"))
+    base = alt.Chart(frame).encode(
+        y=y, yOffset=alt.YOffset("phase:N", sort=phases),
+        tooltip=[alt.Tooltip("group:N", title=label("prof_op", lang)), alt.Tooltip("phase:N", title=label("phase", lang)),
+                 alt.Tooltip("measured_ms:Q", title=label("measured", lang), format=".3f"),
+                 alt.Tooltip("roofline_ms:Q", title=label("prof_roofline", lang), format=".4f"),
+                 alt.Tooltip("bound:N", title=label("lab_limited", lang))])
+    bars = base.mark_bar().encode(x=x, x2=alt.datum(0.5), color=alt.Color(
+        "phase:N", sort=phases, title=None, scale=alt.Scale(domain=phases, range=[ORANGE, BLUE]),
+        legend=alt.Legend(orient="top")))
+    text = base.mark_text(align="left", dx=4, fontSize=12, color=INK).encode(x=x, text="ratio_text:N")
+    rule = alt.Chart(pd.DataFrame({"x": [1.0]})).mark_rule(color=INK, strokeDash=[4, 3]).encode(x=alt.X("x:Q"))
+    m = profile["machine"]
+    return alt.layer(bars, text, rule, title=alt.Title(
+        label("prof_bound_title", lang),
+        subtitle=wrap_lines([label("prof_bound_sub", lang, n=profile["phases"]["prefill"]["tokens"],
+                                   k=profile["decode_step"], bw=f"{m['bandwidth_bytes_s'] / 1e9:,.1f}",
+                                   flops=f"{m['peak_flops'] / 1e9:,.0f}")], width=66))
+                     ).properties(width=420, height=alt.Step(13))
+
+
+def summary_md(profile: dict | None, lang: str) -> str:
+    """One line of the profile's reading: each pass against its bound, and the matmuls against the small ops."""
+    if not profile:
+        return ""
+    pre, dec = profile["phases"]["prefill"], profile["phases"]["decode"]
+    frame = groups_frame(profile, lang)
+    decode = frame[frame["phase"] == label("prof_short_decode", lang)].set_index("group")["ratio"]
+    small = [label(f"prof_group_{g}", lang) for g in ("norms", "elementwise", "attention")]
+    return label("prof_summary", lang, n=pre["tokens"], prefill=fmt_ms(pre["forward_ms"]),
+                 prefill_x=_ratio_text(pre["forward_ms"] / pre["predicted_ms"]), decode=fmt_ms(dec["forward_ms"]),
+                 decode_x=_ratio_text(dec["forward_ms"] / dec["predicted_ms"]),
+                 matmul_x=_ratio_text(decode.get(label("prof_group_matmul", lang))),
+                 small_x=_ratio_text(min((decode[g] for g in small if g in decode), default=None)))

@@ -5,7 +5,7 @@ test-output/browser/walkthrough-<lang>-<step>.png; look at them after changing a
 import pytest
 
 VISUALS = {0: "#wt-compare", 1: "#wt-heatmap", 2: "#wt-kv", 3: "#wt-candidates", 4: "#wt-timeline",
-           5: "#wt-lab", 6: "#wt-reasoning-chart", 7: "#wt-playground", 8: "#wt-floor"}
+           5: "#wt-lab", 6: "#wt-reasoning-chart", 7: "#wt-playground", 8: "#wt-floor", 9: "#wt-profile"}
 SOURCE = {"en-US": "recording", "zh-CN": "录制版本"}
 NEXT = {"en-US": "Next", "zh-CN": "下一步"}
 VERDICT = {"en-US": "Checked against the right answer, 12", "zh-CN": "对照正确答案 7"}

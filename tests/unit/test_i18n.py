@@ -40,9 +40,9 @@ def test_gradio_i18n_holds_every_key_for_browser_locales():
     assert lang_of("zh-CN") == "zh" and lang_of("en-US") == "en" and lang_of(None) == "en"
 
 
-def test_walkthrough_has_nine_steps_in_both_languages():
-    assert all(f"wt_{i}_title" in STRINGS and f"wt_{i}_text" in STRINGS for i in range(9))
-    assert "wt_9_title" not in STRINGS
+def test_walkthrough_has_ten_steps_in_both_languages():
+    assert all(f"wt_{i}_title" in STRINGS and f"wt_{i}_text" in STRINGS for i in range(10))
+    assert "wt_10_title" not in STRINGS
 
 
 GLOSSARY = strings.glossary()
