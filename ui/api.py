@@ -32,10 +32,12 @@ from engine.run.request import flag, number
 from engine.run.side_by_side import interleave
 from engine.schema.trace import Settings, Trace
 
+from .charts_out import ChartsApi
 from .errors import refuse, refused
 from .gpu import for_tokens, on_gpu
 from .i18n import lang_of
 from .models import Models, torch_side
+from .profile_panel import measure_profile
 from .runs import API_SLOTS, BUSY, ENGINE_CONCURRENCY, RunRefused, TraceFiles
 from .uploads import read_upload
 
@@ -172,6 +174,20 @@ class Api:
             raise refused(exc, lang) from None
         yield [as_file(self.files.write(normal)), as_file(self.files.write(reasoning))]
 
+    def profile(self, trace: FileData, step: int = 0, model: str = "", request: gr.Request = None) -> dict:
+        """Where a run's time went (a /trace result, or a file of this model): its prefill and decode
+        step `step` (0: the run's middle) replayed with timers on each op, beside the roofline's time
+        for each op on this machine, and projected onto larger GPUs and models (ui/profile_panel.py)."""
+        lang = lang_of_caller(request)
+        at = number_arg("step", step, lang, whole=True)
+        try:
+            engine = self.engine(model, lang)
+            source = read_upload(file_path(trace), engine.limits, lang)
+            with API_SLOTS.hold(request, BUSY):
+                return measure_profile(engine, source, at or None)
+        except (EngineError, RunRefused) as exc:
+            raise refused(exc, lang) from None
+
     def read_trace(self, file: FileData, request: gr.Request = None) -> str:
         """Read a trace JSON file exactly as the page's upload does; returns what it holds, in one line."""
         path = file_path(file)
@@ -202,5 +218,7 @@ class Api:
         gr.api(on_gpu(self.trace, for_tokens(1)), api_name="trace", **ENGINE)
         gr.api(on_gpu(self.compare, for_tokens((1, 2))), api_name="compare", **ENGINE)
         gr.api(on_gpu(self.fork, for_tokens(4)), api_name="fork", **ENGINE)
+        gr.api(on_gpu(self.profile, 60), api_name="profile", **ENGINE)
         gr.api(self.read_trace, api_name="read_trace")
+        gr.api(ChartsApi(self.models).export, api_name="export", concurrency_limit=2, concurrency_id="charts-out")
         gr.api(self.status, api_name="status", queue=False)

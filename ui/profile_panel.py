@@ -53,7 +53,8 @@ def note_md(profile: dict, lang: str, recording: bool) -> str:
     key = "profile_note_recorded" if recording else "profile_note"
     return text(key, lang).format(
         prompt=escape(profile["prompt"][:80]), k=profile["decode_step"], n=profile["steps"],
-        device=escape(device_name(profile["device"])), threads=profile["threads"], date=escape(profile["created"][:10]),
+        device=escape(device_name(profile["device"])), threads=profile["threads"],
+        date=escape(profile.get("measured", profile["created"])[:10]),
         path=text(f"profile_path_{profile['run_decode_path']}", lang))
 
 

@@ -143,6 +143,9 @@ def bench(engine: Engine, new_tokens: int = 64, repeats: int = 3, prompt: str = 
         "lens_ratio": paired(wall["lens"], hf),
         "attention_lens_ratio": paired(wall["attention_lens"], hf),
         "app_default_ratio": paired(wall["app_default"], hf),
+        # the lens's own cost, each round's lens run over its plain run (1: free; the target is >= 0.95)
+        "lens_cost_ratio": paired(wall["lens"], wall["plain"]),
+        "attention_lens_cost_ratio": paired(wall["attention_lens"], wall["attention"]),
         "observe_ms_per_step": med(observe),
         # the logit lens off the run's clock (engine/model/lens.py): one step's on view, a whole run's at export
         **lens,

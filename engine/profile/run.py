@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from datetime import datetime, timezone
 
 import torch
 from transformers import DynamicCache
@@ -122,7 +123,7 @@ def profile_trace(engine, trace: Trace, step: int | None = None, repeats: int = 
     return {
         "model": engine.info.id, "device": engine.info.device, "dtype": engine.info.dtype,
         "threads": torch.get_num_threads(), "prompt": trace.prompt.raw[:200], "run_id": trace.run_id,
-        "created": trace.created, "decode_step": step, "steps": len(generated), "repeats": repeats,
+        "created": trace.created, "measured": datetime.now(timezone.utc).isoformat(timespec="seconds"), "decode_step": step, "steps": len(generated), "repeats": repeats,
         "replay": "eager", "run_decode_path": trace.observation.decode if trace.observation else "eager",
         "machine": {"name": engine.info.device, **hw},
         "phases": {
