@@ -54,6 +54,7 @@ def serve(engine, inputs: list[list[int]], arrival_s: list[float], s: FloorSetti
             manager.add_request(prompt, request_id=rid, max_new_tokens=s.new_tokens, record_timestamps=True)
 
     results = {}
+    clock.restart()                      # the cache is allocated: the first arrival is due now
     manager.start()
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()

@@ -29,6 +29,10 @@ class Clock:
         self._lock = threading.Lock()
         self._at: list[float] = []       # perf_counter readings, increasing
         self._paused: list[float] = []   # seconds paused up to each reading
+        self.restart()
+
+    def restart(self) -> None:
+        """Count from now (the first arrival is due now)."""
         self.origin = 0.0
         self.origin = self.work(self.read())
 
