@@ -24,6 +24,7 @@ from engine.model.clock import now_ms
 from engine.model.core import Engine
 from engine.run.generate import run_trace
 from engine.lab.measure import read_bandwidth, spread
+from engine.model.lens import exported
 from engine.model.loading import embedded_gguf
 from engine.run.request import APP_DEFAULTS
 from engine.run.side_by_side import interleave, settings_pair
@@ -72,7 +73,7 @@ def llamacpp_reference(engine: Engine, prompt: str, new_tokens: int, repeats: in
 def lens_costs(engine: Engine, trace, repeats: int = 5) -> dict:
     """What the lens costs where it is now computed: showing one step (median of `repeats`, each on a
     fresh step) and exporting the whole run (every step's lens, batched)."""
-    from engine.model.lens import exported, step_lens
+    from engine.model.lens import step_lens
     view = []
     for i in range(repeats):
         step = trace.steps[(i * 7) % len(trace.steps)]
@@ -161,7 +162,9 @@ def bench(engine: Engine, new_tokens: int = 64, repeats: int = 3, prompt: str = 
         "limit_tpot_ms": weight_bytes / (bandwidth * 1e9) * 1000,
         "peak_rss_mb": peak_rss_mb,
         "trace_json_bytes": len(plain_trace.to_json()),
-        "app_default_trace_json_bytes": len(app_trace.to_json()),
+        # the file a visitor downloads (the lens computed, the kept states dropped), and the run as kept
+        "app_default_trace_json_bytes": len(exported(engine, app_trace).to_json()),
+        "app_default_trace_kept_json_bytes": len(app_trace.to_json()),
         "spread": {"hf_generate_tok_s": spread(hf), "engine_tok_s": spread(model),
                    **{f"{name}_wall_tok_s": spread(v) for name, v in wall.items()},
                    "observe_ms_per_step": spread(observe),
