@@ -30,5 +30,5 @@ def figures(data: dict) -> dict:
                      "block_steps_unshared": f.unshared.block_steps if f.unshared else None,
                      "reused_prompt_tokens": sum(lane.reused_tokens for lane in f.lanes)}
     # what a decode step costs for n requests (median ms): why batching pays, or does not, here
-    out["decode_step_ms_by_batch"] = {n: round(statistics.median(v), 1) for n, v in f.decode_steps().items()}
+    out["decode_step_ms_by_batch"] = {str(n): round(statistics.median(v), 1) for n, v in f.decode_steps().items()}
     return out
