@@ -127,13 +127,17 @@ def step_ratio(floor: Floor) -> tuple[int, float] | None:
 
 def step_cost_chart(floor: Floor, lang: str = "en") -> alt.LayerChart:
     data = step_cost(floor)
-    x = alt.X("requests:Q", title=label("floor_batch_axis", lang), axis=alt.Axis(tickMinStep=1))
+    most = int(data["requests"].max()) if not data.empty else 1
+    x = alt.X("requests:Q", title=label("floor_batch_axis", lang), axis=alt.Axis(tickMinStep=1, format="d"),
+              scale=alt.Scale(domain=[0, max(most, 2)], nice=False))
     y = alt.Y("ms:Q", title=label("floor_step_ms", lang), scale=alt.Scale(zero=True))
     points = alt.Chart(data).mark_circle(size=40, opacity=0.5, color=BLUE).encode(x=x, y=y)
     median = alt.Chart(data).mark_line(color=ORANGE, point=True, strokeWidth=2.5).encode(x=x, y="median(ms):Q")
     ratio = step_ratio(floor)
-    sub = label("floor_step_sub", lang, n=ratio[0], ratio=f"{ratio[1]:.1f}") if ratio else label(
-        "floor_step_sub_none", lang)
+    if ratio:
+        sub = label("floor_step_sub", lang, n=ratio[0], ratio=f"{ratio[1]:.1f}")
+    else:       # no single-request step to compare with, or only those (the requests never overlapped)
+        sub = label("floor_step_sub_single" if most == 1 and not data.empty else "floor_step_sub_none", lang)
     return alt.layer(points, median, title=alt.Title(label("floor_step_title", lang), subtitle=sub)).properties(
         width=300, height=240)
 
