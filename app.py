@@ -45,7 +45,7 @@ from ui.floor_api import FloorApi
 from ui.explore import Explore
 from ui.i18n import I18N, LANG_SYNC_JS, lang_of, t, text
 from ui.models import Models, allowed_from_env
-from ui.share import HEAD_JS as SHARE_HEAD_JS, Share
+from ui.share import LANG_JS as LINK_LANG_JS, Share
 from ui.fonts import font_css, theme
 from viz.css import CSS, HEAD_CSS
 from viz.facts import fmt_count
@@ -104,6 +104,7 @@ def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
                 line = gr.Markdown(elem_id="model-line")
                 caps = gr.Markdown(caps_md(models.limits, "en"), elem_classes="tbt-hint", elem_id="caps")
                 gr.Markdown(t("language_hint"), elem_classes="tbt-hint")
+        gr.HTML("", js_on_load=LINK_LANG_JS, elem_id="link-lang")       # a shared link's language (ui/share.py)
         sync = gr.HTML("", js_on_load=LANG_SYNC_JS, elem_id="lang-sync")
         share_note = gr.Markdown(visible=False, elem_id="share-note")     # what a link asked that cannot be shown
         with gr.Tabs(elem_id="top-tabs") as top:
@@ -144,7 +145,7 @@ def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
             [explore.trace, explore.tree_state, explore.branch, *explore.views],
             api_visibility="private").then(
             wt.views, [live, lang, present], wt_outputs, api_visibility="private").then(
-            shared.open_link, [shared.opened, lang, present], shared.open_outputs, api_visibility="private")
+            shared.open_link, [lang, present], shared.open_outputs, api_visibility="private")
         explore.source.input(header, [lang, explore.source], plain, api_visibility="private", show_progress="hidden")
         presenter.input(lambda on: on, presenter, present, js=PRESENTER_JS, api_visibility="private").then(
             wt.views, [live, lang, present], wt_outputs, api_visibility="private")
@@ -174,7 +175,7 @@ def main() -> None:
         server_name=args.host, server_port=args.port, share=args.share, show_error=False,
         css=CSS + PAGE_CSS, i18n=I18N, max_file_size=models.limits.max_upload_bytes, prevent_thread_lock=True,
         # the page's typeface from local files (ui/fonts.py), and the rules css= cannot carry (viz/css.py)
-        theme=theme(), head=f"<style>{font_css()}{HEAD_CSS}</style>{SHARE_HEAD_JS}")
+        theme=theme(), head=f"<style>{font_css()}{HEAD_CSS}</style>")
     try:
         models.load_default()       # torch, transformers and the weights: the page is already up
         logging.info("%s is loaded: runs can start", models.default)

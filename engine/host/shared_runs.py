@@ -24,6 +24,9 @@ from engine.schema.validate import read_trace
 
 ID_CHARS = 32                                 # hex digits of the sha256 a link carries (128 bits)
 ID = re.compile(rf"[0-9a-f]{{{ID_CHARS}}}")
+BAD_ID = "This link names a run this page cannot have made: its run id is not one of ours."
+GONE = ("The run this link points to is no longer kept on this server: it keeps the most recently used runs, "
+        "up to a size the host sets.")
 
 
 def run_id(text: str) -> str:
@@ -44,8 +47,8 @@ class SharedRuns:
         size = len(text.encode("utf-8"))
         if size > self.cap:
             mb, cap = f"{size / 1e6:.1f}", f"{self.cap / 1e6:.0f}"
-            raise InvalidRequest(f"this run is {mb} MB; the host keeps runs for links up to {cap} MB in all",
-                                 "share_too_big", mb=mb, cap=cap)
+            raise InvalidRequest(f"This run is {mb} MB; the host keeps runs for links up to {cap} MB in all, so it "
+                                 "cannot be linked to. Download its trace instead.", "share_too_big", mb=mb, cap=cap)
         key = run_id(text)
         with self._lock:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -63,16 +66,16 @@ class SharedRuns:
         """The run kept as `key`, checked as an upload is. A malformed id and an id whose file is
         gone (dropped for room, another server) are refused with a reason the page can say."""
         if not isinstance(key, str) or not ID.fullmatch(key):
-            raise InvalidRequest(f"{str(key)[:40]!r} is not a run id of this page", "share_bad_id")
+            raise InvalidRequest(BAD_ID, "share_bad_id")
         with self._lock:
             path = self._path(key)
             try:
                 data = path.read_bytes()
                 os.utime(path)
             except OSError:
-                raise InvalidRequest(f"run {key} is no longer kept here", "share_gone") from None
+                raise InvalidRequest(GONE, "share_gone") from None
         if hashlib.sha256(data).hexdigest()[:ID_CHARS] != key:     # changed on disk since it was kept
-            raise TraceFormatError(f"run {key} was changed since it was kept", "share_gone")
+            raise TraceFormatError(GONE, "share_gone")
         return read_trace(data, limits)
 
     def used_bytes(self) -> int:

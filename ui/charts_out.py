@@ -1,0 +1,142 @@
+"""Charts out of the page and the API: SVG and PNG files sized for a 16:9 slide (viz/export.py).
+
+On the page, "Download this chapter's charts" takes the charts the visitor sees in the chapter on
+show (each gr.Plot's own Vega-Lite spec, already in the page's language and at the chosen step,
+layer and head) and the chapter's HTML cards redrawn as charts (viz/slides.py). The API's /export
+draws one chart by name from a trace file, the same functions the chapters use.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import uuid
+from pathlib import Path
+
+import gradio as gr
+from gradio import FileData
+
+from engine import EngineError
+from engine.errors import InvalidRequest
+from engine.schema.specs import kv_projection
+from viz import attention, decode, export, kv, speed
+from viz.slides import speed_cards_chart, token_chips_chart
+
+from .errors import refused
+from .models import Models, torch_side
+from .views import clamp, least_sure_step
+from .uploads import read_upload
+
+FOLDER = Path(tempfile.mkdtemp(prefix="tbt-charts-"))
+KEEP = 256                  # files kept for download; the oldest go first
+# the HTML cards of a chapter, as pictures (drawn in pixels: not fitted to the slide)
+CARDS = {"tokens": ("token-chips", token_chips_chart), "speed": ("speed-cards", speed_cards_chart)}
+
+
+def _clean() -> None:
+    files = sorted(FOLDER.glob("*/*"), key=lambda p: p.stat().st_mtime)
+    for old in files[:-KEEP]:
+        old.unlink(missing_ok=True)
+
+
+def write(name: str, chart, formats=("svg", "png"), fit: bool = True) -> list[str]:
+    """`chart` (an Altair chart or a gr.Plot's value) as files named after `name`, one per format."""
+    spec = export.slide(chart, fit=fit)
+    folder = FOLDER / uuid.uuid4().hex[:12]
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in formats:
+        path = folder / f"{name}.{fmt}"
+        if fmt == "svg":
+            path.write_text(export.svg(spec), encoding="utf-8")
+        else:
+            path.write_bytes(export.png(spec))
+        paths.append(str(path))
+    _clean()
+    return paths
+
+
+def chapter_files(chapter: str, plots: list[tuple[str, object]], trace, lang: str) -> list[str]:
+    """The chapter's charts as SVG and PNG: each drawn plot (elem_id, value) and the chapter's cards."""
+    paths = []
+    for elem_id, value in plots:
+        if value is None:
+            continue             # not drawn (a sweep not run, a served model's load not measured)
+        paths += write(f"{chapter}-{elem_id}", value)
+    if trace is not None and chapter in CARDS:
+        name, draw = CARDS[chapter]
+        paths += write(f"{chapter}-{name}", draw(trace, lang), fit=False)
+    return paths
+
+
+def plots_in(block) -> list[gr.Plot]:
+    """Every gr.Plot inside a layout block, in page order."""
+    found = []
+    for child in getattr(block, "children", []) or []:
+        if isinstance(child, gr.Plot):
+            found.append(child)
+        found += plots_in(child)
+    return found
+
+
+# --- the API's /export: one chart by name ----------------------------------------------------
+def _playground(trace, step, lang):
+    rows = torch_side("engine.run.sampling").playground(trace.steps[step].candidates, 1.0, 0, 1.0)
+    from viz.sampling import playground_chart
+    return playground_chart(rows[:10], lang=lang)
+
+
+# name -> (draw(trace, step, layer, head, lang), drawn in pixels)
+CHARTS = {
+    "token_chips": (lambda tr, s, l, h, lang: token_chips_chart(tr, lang), False),
+    "heatmap": (lambda tr, s, l, h, lang: attention.heatmap(tr, l, h, lang=lang), True),
+    "head_view": (lambda tr, s, l, h, lang: attention.head_view(
+        tr, l, h, (tr.attention.prefill_tokens if tr.attention else len(tr.prompt.tokens)) - 1, lang=lang), True),
+    "kv_growth": (lambda tr, s, l, h, lang: kv.kv_growth_chart(tr, lang=lang), True),
+    "kv_projection": (lambda tr, s, l, h, lang: kv.projection_chart(kv_projection(tr.model), lang=lang), True),
+    "candidates": (lambda tr, s, l, h, lang: decode.candidates_chart(tr, s, lang=lang), True),
+    "attention_row": (lambda tr, s, l, h, lang: attention.attention_row(tr, s, l, h, lang=lang), True),
+    "speed_cards": (lambda tr, s, l, h, lang: speed_cards_chart(tr, lang), False),
+    "timeline": (lambda tr, s, l, h, lang: speed.timeline_chart(tr, lang=lang), True),
+    "step_times": (lambda tr, s, l, h, lang: speed.step_times_chart(tr, lang=lang), True),
+    "playground": (lambda tr, s, l, h, lang: _playground(tr, s, lang), True),
+}
+NAME = re.compile(r"[a-z_]{1,40}")
+
+
+class ChartsApi:
+    def __init__(self, models: Models):
+        self.models = models
+
+    def export(self, trace: FileData, chart: str = "candidates", format: str = "svg", lang: str = "en",
+               step: int = -1, layer: int = -1, head: int = -1, request: gr.Request = None) -> FileData:
+        """One chart of a trace file as an SVG or PNG file sized for a 16:9 slide, its title and axes in
+        `lang` (en or zh). `step` -1: the step where the model was least sure; `layer` -1: the last;
+        `head` -1: the mean of all heads. Charts: token_chips, heatmap, head_view, kv_growth,
+        kv_projection, candidates, attention_row, speed_cards, timeline, step_times, playground."""
+        from .api import lang_of_caller, number_arg, text_arg
+        said = lang_of_caller(request)
+        chart, fmt, lang = (text_arg(n, v, said) for n, v in (("chart", chart), ("format", format), ("lang", lang)))
+        if chart not in CHARTS:
+            raise refused(InvalidRequest(f"no chart named {chart[:40]!r}", "export_chart", chart=repr(chart[:40]),
+                                         names=", ".join(CHARTS)), said)
+        if fmt not in ("svg", "png"):
+            raise refused(InvalidRequest(f"not a format: {fmt[:20]!r}", "export_format", got=repr(fmt[:20])), said)
+        if lang not in ("en", "zh"):
+            raise refused(InvalidRequest(f"not a language: {lang[:20]!r}", "export_lang", got=repr(lang[:20])), said)
+        step, layer, head = (number_arg(n, v, said, whole=True) for n, v in (("step", step), ("layer", layer),
+                                                                            ("head", head)))
+        source = read_upload(trace.get("path") if isinstance(trace, dict) else getattr(trace, "path", None),
+                             self.models.limits, said)
+        last = max(len(source.steps) - 1, 0)
+        step = least_sure_step(source) if step < 0 else clamp(step, last)
+        layer = source.model.layers - 1 if layer < 0 else clamp(layer, source.model.layers - 1)
+        head = None if head < 0 else clamp(head, source.model.heads - 1)
+        draw, fit = CHARTS[chart]
+        try:
+            drawn = draw(source, step, layer, head, lang)
+        except (ValueError, EngineError) as exc:     # e.g. attention not captured in this trace
+            raise gr.Error(str(exc)) from None
+        path = write(chart, drawn, formats=(fmt,), fit=fit)[0]
+        return FileData(path=path, orig_name=Path(path).name,
+                        mime_type="image/svg+xml" if fmt == "svg" else "image/png")
