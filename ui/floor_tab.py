@@ -30,6 +30,7 @@ from .gpu import ZERO_GPU, on_gpu, stop_cancels
 from .lab_tab import lab_mode
 from .models import torch_side
 from .runs import KeptFiles, StopFlags, background
+from .uploads import read_upload
 
 RECORDED = Path(__file__).resolve().parent.parent / "assets" / "floor" / "recorded.json"
 D = FloorSettings()
@@ -155,6 +156,8 @@ def build(models, model_id, lang: gr.State) -> None:
                              "lab_stop")
             download = named(gr.File(label=label("floor_ui_download", "en"), interactive=False,
                                      elem_id="floor-download", visible=False), "floor_ui_download")
+            upload = named(gr.File(label=label("floor_ui_upload", "en"), file_types=[".json"], type="filepath",
+                                   elem_id="floor-upload", height=90), "floor_ui_upload")
     first = views(recorded(), "en", True)
     verdict = gr.Markdown(first[0], elem_id="floor-verdict")
     lanes = gr.Plot(first[1], show_label=False, elem_id="floor-lanes")
@@ -170,6 +173,23 @@ def build(models, model_id, lang: gr.State) -> None:
     go = run.click(on_gpu(actions.run, duration=600), [*inputs, lang, model_id], [verdict, floor, *drawn, download],
                    concurrency_limit=1, concurrency_id="lab", api_visibility="private")
     stop.click(actions.stop, None, None, queue=False, api_visibility="private", **stop_cancels(go))
+
+    def show_file(path, lang_v):
+        """A serving-floor file from disk (`python -m engine floor --out`, or a run's download), read
+        like a trace upload: size-capped, checked field against field, refused in the page's language."""
+        shown = read_upload(path, limits, lang_v, reader=read_floor, unusable="floor_unusable")
+        drawn = views(shown, lang_v, False)
+        return (drawn[0], shown, *drawn[1:])
+
+    def check_file(path, lang_v) -> dict:
+        """A file that is not a usable serving-floor file is refused on the upload box, before anything changes."""
+        try:
+            read_upload(path, limits, lang_v, reader=read_floor, unusable="floor_unusable")
+        except gr.Error as exc:
+            return {upload: gr.validate(False, exc.message)}
+        return {upload: gr.validate(True, "")}
+    upload.upload(show_file, [upload, lang], [verdict, floor, *drawn], validator=check_file,
+                  api_visibility="private")
 
     def relabel(own, lang_v) -> dict:
         updates = {c: gr.update(label=label(k, lang_v)) for c, k in text.items() if not isinstance(c, gr.Button)}

@@ -13,8 +13,9 @@ from engine.schema.validate import read_trace
 from .errors import message, refuse
 
 
-def read_upload(path: str | None, limits: Limits, lang: str = "en") -> Trace:
-    """The trace in the file at `path`; every failure is a gr.Error that says, in `lang`, what is
+def read_upload(path: str | None, limits: Limits, lang: str = "en", reader=read_trace, unusable="trace_unusable"):
+    """The trace in the file at `path` (or what `reader` makes of it: a serving-floor file for
+    engine.schema.floor_check.read_floor); every failure is a gr.Error that says, in `lang`, what is
     wrong with it."""
     if not path or not isinstance(path, str):
         raise refuse("upload_none", lang)
@@ -26,6 +27,6 @@ def read_upload(path: str | None, limits: Limits, lang: str = "en") -> Trace:
     if size > cap:
         raise refuse("upload_too_big", lang, mb=f"{size / 1e6:.0f}", cap=f"{cap / 1e6:.0f}")
     try:
-        return read_trace(Path(path).read_bytes(), limits)
+        return reader(Path(path).read_bytes(), limits)
     except EngineError as exc:
-        raise refuse("trace_unusable", lang, reason=message(exc, lang)) from None
+        raise refuse(unusable, lang, reason=message(exc, lang)) from None

@@ -52,3 +52,23 @@ def test_a_cache_too_small_for_one_request_is_refused_with_a_message(page):
     toast.wait_for(timeout=30_000)
     assert "blocks" in toast.inner_text()
     assert "recorded workload" in page.inner_text("#floor-verdict")     # nothing ran, nothing changed
+
+
+def test_a_floor_file_is_shown_and_a_hostile_one_refused(page, tmp_path):
+    import json
+    from tests.paths import ROOT
+    good = json.loads((ROOT / "assets" / "floor" / "recorded.json").read_text(encoding="utf-8"))
+    bad = json.loads(json.dumps(good))
+    bad["frames"][0]["batch"].append([99, 1, 0])            # a lane that does not exist
+    (tmp_path / "bad.json").write_text(json.dumps(bad), encoding="utf-8")
+    page.set_input_files("#floor-upload input[type=file]", str(tmp_path / "bad.json"))
+    page.wait_for_selector("text=not a usable serving-floor file", timeout=20_000)
+    assert "floor.frames[0].batch" in page.inner_text("#floor-upload")      # the field it names
+    page.reload()                                       # the server is still there: a good file shows
+    page.wait_for_selector("#output .tbt-recording", timeout=60_000)
+    page.get_by_role("tab", name=TAB).click()
+    (tmp_path / "floor.json").write_text(json.dumps(good), encoding="utf-8")    # a file like a run's download
+    page.set_input_files("#floor-upload input[type=file]", str(tmp_path / "floor.json"))
+    page.wait_for_function("""() => { const t = document.querySelector('#floor-verdict').innerText;
+                              return t.includes('these 8 requests') && !t.includes('recorded workload'); }""",
+                           timeout=30_000)
