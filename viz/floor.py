@@ -69,12 +69,14 @@ def blocks_frame(floor: Floor) -> pd.DataFrame:
     """Per step: each request's own blocks and the blocks several requests hold (counted once)."""
     rows = []
     for f in floor.frames:
-        shared = {b for b, _ in f.refs}
+        holders = {b: n for b, n in f.refs}          # the allocator's reference counts
         held = {b for t in f.tables for b in t}
-        rows.append({"t": f.start_ms / 1000, "series": "shared", "blocks": len(shared & held)})
+        common = held & holders.keys()
+        rows.append({"t": f.start_ms / 1000, "series": "shared", "blocks": len(common),
+                     "holders": sum(holders[b] for b in common)})
         for i, table in enumerate(f.tables):
             rows.append({"t": f.start_ms / 1000, "series": lane_name(floor, i),
-                         "blocks": len([b for b in table if b not in shared])})
+                         "blocks": len([b for b in table if b not in holders]), "holders": None})
     return pd.DataFrame(rows)
 
 
@@ -91,6 +93,7 @@ def blocks_chart(floor: Floor, lang: str = "en") -> alt.LayerChart:
                         legend=alt.Legend(orient="right", symbolLimit=20)),
         order=alt.Order("rank:Q"),
         tooltip=[alt.Tooltip("series:N", title=" "), alt.Tooltip("blocks:Q", title=label("floor_blocks", lang)),
+                 alt.Tooltip("holders:Q", title=label("floor_holders", lang)),
                  alt.Tooltip("t:Q", title=label("floor_seconds", lang), format=".2f")]
     ).transform_calculate(rank=f"indexof({order!r}, datum.series)")
     cache, m = floor.cache, floor.model
