@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections import defaultdict
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import torch
 
@@ -115,27 +115,31 @@ def per_op(timers: Timers, pass_ms: float, layers: int) -> dict:
     return out
 
 
-def time_pass(model, run_pass, repeats: int) -> dict:
-    """`run_pass()` (one forward, its cache reset by the caller's function) timed `repeats` times plain
-    and `repeats` times hooked, alternating. Returns the plain and hooked medians, the per-op medians
-    and the last pass's output."""
+def time_pass(model, reset, run_pass, repeats: int, lock) -> dict:
+    """`run_pass()` (one forward) timed `repeats` times plain and `repeats` times hooked, alternating,
+    `reset()` (the cache back as it was) before each, off the clock. Each pass holds `lock` (the
+    engine's) with its hooks registered only inside it, so another run's pass can go between two of
+    these but never inside one, and never meets a timer. Returns the plain and hooked medians, the
+    per-op medians and the last pass's output."""
     device = model.device
-    run_pass()                                         # warm-up: first calls pay one-off costs
-    plain, hooked, ops = [], [], defaultdict(list)
     layers = len(decoder_layers(model))
-    for _ in range(repeats):
-        _sync(device)
-        start = time.perf_counter_ns()
-        out = run_pass()
-        _sync(device)
-        plain.append((time.perf_counter_ns() - start) / 1e6)
-        timers = Timers(device)
-        with timed_modules(model, timers):
+
+    def one(timers: Timers | None) -> tuple[float, object]:
+        with lock, (timed_modules(model, timers) if timers is not None else nullcontext()):
+            reset()
             _sync(device)
             start = time.perf_counter_ns()
             out = run_pass()
             _sync(device)
-            ms = (time.perf_counter_ns() - start) / 1e6
+            return (time.perf_counter_ns() - start) / 1e6, out
+
+    one(None)                                          # warm-up: first calls pay one-off costs
+    plain, hooked, ops = [], [], defaultdict(list)
+    for _ in range(repeats):
+        ms, out = one(None)
+        plain.append(ms)
+        timers = Timers(device)
+        ms, out = one(timers)
         hooked.append(ms)
         for key, value in per_op(timers, ms, layers).items():
             ops[key].append(value)

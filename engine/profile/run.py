@@ -4,8 +4,9 @@ beside the roofline's time for each op on this machine's measured bandwidth and 
 The replay is a separate short pass after the run (the run itself is never hooked, so nothing here
 touches its clocks): the run's own prompt tokens for the prefill; for decode step K, the prompt and
 the first K - 1 generated tokens put in a fresh cache (one pass, not timed), then the step that feeds
-token K - 1 and gives token K, timed again and again with the cache cropped back after each. It runs
-under the engine's lock, so no other run's pass lands inside it. Sampling is timed on the step's own
+token K - 1 and gives token K, timed again and again with the cache cropped back before each. Each
+pass holds the engine's lock, its timers registered inside it: another visitor's step can go between
+two passes (it waits one pass at most), never inside one. Sampling is timed on the step's own
 logits; watching is the run's own `observe_ms` for that step (prefill: step 0).
 """
 
@@ -35,7 +36,7 @@ def machine(engine) -> dict:
     measures them (smaller sizes: ~1 s once per process)."""
     key = (str(engine.device), str(engine.model.dtype))
     if key not in _MACHINE:
-        with torch.inference_mode():
+        with engine.lock, torch.inference_mode():     # nobody's pass beside the 512 MiB sums
             _MACHINE[key] = {"bandwidth_bytes_s": read_bandwidth(engine.device, megabytes=512, repeats=3),
                              "peak_flops": matmul_flops(engine.device, engine.model.dtype, n=1024, repeats=3),
                              "method": "bandwidth: best of 3 sums over 512 MiB; FLOP/s: best of 3 1024² matmuls"}
@@ -86,6 +87,36 @@ def _sampling_ms(engine, logits: torch.Tensor, trace: Trace, context: list[int],
     return statistics.median(times[1:])
 
 
+def replay(engine, prompt: list[int], prefix: list[int], token: int, repeats: int) -> tuple[dict, dict]:
+    """The prefill of `prompt`, then the decode step that feeds `token` after `prefix`, each timed
+    (measure.time_pass): a fresh cache for every prefill; for the step, `prefix` in a cache once (not
+    timed), cropped back to it before every repeat."""
+    model, device = engine.model, engine.device
+    with torch.inference_mode():
+        state = {}
+
+        def fresh():
+            state["cache"] = DynamicCache(config=model.config)
+
+        def prefill():
+            return model(input_ids=torch.tensor([prompt], device=device), cache=state["cache"], use_cache=True,
+                         logits_to_keep=1)
+        first = time_pass(model, fresh, prefill, repeats, engine.lock)
+        cache = DynamicCache(config=model.config)
+        with engine.lock:
+            model(input_ids=torch.tensor([prefix], device=device), cache=cache, use_cache=True, logits_to_keep=1)
+
+        def crop():                                      # the previous repeat's token out again
+            extra = cache.get_seq_length() - len(prefix)
+            if extra > 0:
+                cache.crop(-extra)
+
+        def decode():
+            return model(input_ids=torch.tensor([[token]], device=device), cache=cache, use_cache=True,
+                         logits_to_keep=1)
+        return first, time_pass(model, crop, decode, repeats, engine.lock)
+
+
 def profile_trace(engine, trace: Trace, step: int | None = None, repeats: int = REPEATS) -> dict:
     """The profile of `trace`'s run on `engine` (its model): prefill, and decode step `step` (default:
     the middle of the run; 1..steps-1). Raises InvalidRequest when the trace cannot be replayed here."""
@@ -99,31 +130,17 @@ def profile_trace(engine, trace: Trace, step: int | None = None, repeats: int = 
     if not 1 <= step <= len(generated) - 1:
         raise InvalidRequest(f"the decode step must be 1..{len(generated) - 1}", "profile_step",
                              most=len(generated) - 1)
-    dims, hw, model = Dims.of_config(engine.model.config), machine(engine), engine.model
-    device = engine.device
+    dims, hw = Dims.of_config(engine.model.config), machine(engine)
     prefix = prompt + generated[:step - 1]
-    with engine.lock, torch.inference_mode():
-        def prefill():
-            cache = DynamicCache(config=model.config)
-            return model(input_ids=torch.tensor([prompt], device=device), cache=cache, use_cache=True, logits_to_keep=1)
-        first = time_pass(model, prefill, repeats)
-        cache = DynamicCache(config=model.config)
-        model(input_ids=torch.tensor([prefix], device=device), cache=cache, use_cache=True, logits_to_keep=1)
-
-        def decode():
-            extra = cache.get_seq_length() - len(prefix)
-            if extra > 0:                                # the previous repeat's token out again
-                cache.crop(-extra)
-            return model(input_ids=torch.tensor([[generated[step - 1]]], device=device), cache=cache,
-                         use_cache=True, logits_to_keep=1)
-        later = time_pass(model, decode, repeats)
-        sample = [_sampling_ms(engine, t["output"].logits[0, -1].float(), trace, ctx, repeats)
-                  for t, ctx in ((first, prompt), (later, prefix + generated[step - 1:step]))]
+    first, later = replay(engine, prompt, prefix, generated[step - 1], repeats)
+    sample = [_sampling_ms(engine, t["output"].logits[0, -1].float(), trace, ctx, repeats)
+              for t, ctx in ((first, prompt), (later, prefix + generated[step - 1:step]))]
     watch = [trace.steps[0].observe_ms, trace.steps[step].observe_ms]
     return {
         "model": engine.info.id, "device": engine.info.device, "dtype": engine.info.dtype,
         "threads": torch.get_num_threads(), "prompt": trace.prompt.raw[:200], "run_id": trace.run_id,
-        "created": trace.created, "measured": datetime.now(timezone.utc).isoformat(timespec="seconds"), "decode_step": step, "steps": len(generated), "repeats": repeats,
+        "created": trace.created, "measured": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "decode_step": step, "steps": len(generated), "repeats": repeats,
         "replay": "eager", "run_decode_path": trace.observation.decode if trace.observation else "eager",
         "machine": {"name": engine.info.device, **hw},
         "phases": {

@@ -29,6 +29,7 @@ def test_profile_and_lens_of_the_visitors_run(page, shots):
 
 def test_profile_button_profiles_the_step_on_show(page, shots):
     run_prompt(page, "Name three colours.", max_tokens=10)
+    open_tab(page, "5 · Speed", ["#profile-decode"])        # a tab's components exist once it is shown
     page.wait_for_function("() => (document.querySelector('#profile-note')?.innerText || '').includes('your run')",
                            timeout=120_000)
     open_tab(page, "4 · Decode", ["#lens"])
