@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 
 from engine.errors import TraceFormatError
-from engine.schema.serial import from_plain, to_plain
+from engine.schema.serial import from_plain, parse, to_plain
 from engine.schema.specs import ModelInfo
 
 FORMAT, VERSION = "tbt-floor", 1
@@ -135,15 +135,7 @@ class Floor:
 
     @classmethod
     def from_json(cls, text: str | bytes, max_bytes: int) -> Floor:
-        if len(text) > max_bytes:
-            size, limit = f"{len(text):,}", f"{max_bytes:,}"
-            raise TraceFormatError(f"the file is {size} bytes; the limit is {limit}", "trace_too_big",
-                                   size=size, limit=limit)
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            detail = str(exc)[:200]
-            raise TraceFormatError(f"not valid JSON: {detail}", "trace_not_json", detail=detail) from None
+        data = parse(text, max_bytes)
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
             raise TraceFormatError(f"not a serving-floor file (format {FORMAT!r}, version {VERSION})",
                                    "floor_not_ours")

@@ -10,11 +10,25 @@ import base64
 import binascii
 import dataclasses
 import functools
+import json
 import math
 import types
 import typing
 
 from engine.errors import TraceFormatError
+
+
+def parse(text: str | bytes, max_bytes: int | None = None):
+    """A file's JSON data, refused if it is over `max_bytes` or not JSON (before any field is read)."""
+    if max_bytes is not None and len(text) > max_bytes:
+        size, limit = f"{len(text):,}", f"{max_bytes:,}"
+        raise TraceFormatError(f"the file is {size} bytes; the limit is {limit}", "trace_too_big",
+                               size=size, limit=limit)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        detail = str(exc)[:200]
+        raise TraceFormatError(f"not valid JSON: {detail}", "trace_not_json", detail=detail) from None
 
 
 def to_plain(obj):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from engine.errors import TraceFormatError
 from engine.schema.packed import Hidden, PackedRows
-from engine.schema.serial import from_plain, to_plain
+from engine.schema.serial import from_plain, parse, to_plain
 from engine.schema.specs import ModelInfo
 
 SCHEMA = "token-by-token/trace@3"
@@ -229,15 +229,7 @@ class Trace:
 
     @classmethod
     def from_json(cls, text: str | bytes, max_bytes: int | None = None) -> Trace:
-        if max_bytes is not None and len(text) > max_bytes:
-            size, limit = f"{len(text):,}", f"{max_bytes:,}"
-            raise TraceFormatError(f"trace is {size} bytes; the limit is {limit}", "trace_too_big",
-                                   size=size, limit=limit)
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            detail = str(exc)[:200]
-            raise TraceFormatError(f"not valid JSON: {detail}", "trace_not_json", detail=detail) from None
+        data = parse(text, max_bytes)
         if not isinstance(data, dict) or data.get("schema") not in READABLE:
             got = repr(data.get("schema") if isinstance(data, dict) else type(data).__name__)[:80]
             raise TraceFormatError(f"not a Token by Token trace: schema is {got}, expected {SCHEMA!r}",
