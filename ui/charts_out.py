@@ -118,12 +118,15 @@ class ChartsApi:
         said = lang_of_caller(request)
         chart, fmt, lang = (text_arg(n, v, said) for n, v in (("chart", chart), ("format", format), ("lang", lang)))
         if chart not in CHARTS:
-            raise refused(InvalidRequest(f"no chart named {chart[:40]!r}", "export_chart", chart=repr(chart[:40]),
-                                         names=", ".join(CHARTS)), said)
+            names, asked = ", ".join(CHARTS), repr(chart[:40])
+            raise refused(InvalidRequest(f"There is no chart named {asked}; the charts are: {names}.", "export_chart",
+                                         chart=asked, names=names), said)
         if fmt not in ("svg", "png"):
-            raise refused(InvalidRequest(f"not a format: {fmt[:20]!r}", "export_format", got=repr(fmt[:20])), said)
+            raise refused(InvalidRequest(f"Charts are exported as svg or png, not {fmt[:20]!r}.", "export_format",
+                                         got=repr(fmt[:20])), said)
         if lang not in ("en", "zh"):
-            raise refused(InvalidRequest(f"not a language: {lang[:20]!r}", "export_lang", got=repr(lang[:20])), said)
+            raise refused(InvalidRequest(f"The language is en or zh, not {lang[:20]!r}.", "export_lang",
+                                         got=repr(lang[:20])), said)
         step, layer, head = (number_arg(n, v, said, whole=True) for n, v in (("step", step), ("layer", layer),
                                                                             ("head", head)))
         source = read_upload(trace.get("path") if isinstance(trace, dict) else getattr(trace, "path", None),

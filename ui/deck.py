@@ -27,7 +27,7 @@ from viz.slides import chip_label, token_chips_chart
 from .i18n import STRINGS, facts
 from .views import first_readable_step, least_sure_step
 from viz import strings
-from .walkthrough import recorded, verdict_md
+from .walkthrough import Walkthrough, recorded, verdict_md
 from .lab_tab import recorded_results
 
 
@@ -91,6 +91,10 @@ def step_slide(i: int, traces: dict[str, Trace], lab: dict | None, lang: str) ->
             s.extra = verdict_md(normal, reasoning, lang, brief=True)
             s.numbers = [(label("deck_tokens_of", lang, mode=label("mode_normal", lang)), str(len(normal.steps))),
                          (label("deck_tokens_of", lang, mode=label("mode_reasoning", lang)), str(len(reasoning.steps)))]
+    elif i >= 8:        # a step added after these (the serving floor, the profile): the page's own visual
+        views = Walkthrough(None, None).step_views(i, traces, lang, True)
+        s.charts = [v for v in views if hasattr(v, "to_dict")]
+        s.extra = "  \n".join(v for v in views if isinstance(v, str) and v)
     elif i == 7 and example.steps:
         sampling = importlib.import_module("engine.run.sampling")     # transformers' own warpers
         unsure = least_sure_step(example)

@@ -260,7 +260,7 @@ class Share:
                                    ex.s_top_k, ex.s_top_p, ex.s_seed, self.chapter, ex.chapters]))
 
     # --- charts and decks --------------------------------------------------------------------------
-    def export(self, chapter, trace, lang, *values):
+    def chapter_charts(self, chapter, trace, lang, *values):
         plots = [(p.elem_id, v) for p, v in zip(self.all_plots, values)
                  if p in self.plots.get(chapter, [])]
         paths = chapter_files(chapter, plots, trace, lang)
@@ -298,7 +298,7 @@ class Share:
         made = wt_bar.link_btn.click(self.walkthrough_link, [self.live, self.lang, self.present, wt_bar.page,
                                                              wt_bar.step], wt_bar.link, js=PAGE_JS, **PRIVATE)
         made.success(None, wt_bar.link, None, js=COPY_JS, **PRIVATE)
-        bar.export_btn.click(self.export, [self.chapter, ex.trace, self.lang, *self.all_plots], bar.files,
+        bar.export_btn.click(self.chapter_charts, [self.chapter, ex.trace, self.lang, *self.all_plots], bar.files,
                              concurrency_limit=2, concurrency_id="charts-out", **PRIVATE)
         bar.deck_btn.click(self.explore_deck, [ex.trace, self.lang], bar.files, concurrency_limit=2,
                            concurrency_id="charts-out", **PRIVATE)

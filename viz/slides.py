@@ -35,7 +35,7 @@ def wrap(text: str, size: float, width: float) -> list[str]:
     """`text` in lines no wider than `width` (words kept whole where there are spaces, CJK by character)."""
     lines, line = [], ""
     for piece in _pieces(text):
-        if line and text_width(line + piece, size) > width:
+        if line and text_width((line + piece).rstrip(), size) > width:
             lines.append(line.rstrip())
             line = piece.lstrip()
         else:
