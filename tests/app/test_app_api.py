@@ -169,7 +169,7 @@ def test_fork_endpoint_continues_a_trace_on_its_cached_prefix(client, engine):
 def test_the_documented_endpoints_keep_their_names(client):
     """A page event whose function shares an endpoint's name would push gr.api's to "/fork_1"."""
     named = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
-    assert set(named) == {"/trace", "/compare", "/fork", "/read_trace", "/status", "/profile", "/serve"}
+    assert set(named) == {"/trace", "/compare", "/fork", "/read_trace", "/status", "/profile", "/serve", "/export"}
 
 
 def test_the_app_as_shipped_builds_its_compiled_step_in_the_back_room(client, engine):
