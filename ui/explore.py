@@ -181,7 +181,7 @@ class Explore:
                 self.survivors = gr.HTML(elem_id="survivors")
             with gr.Tab(t("tab_floor"), id="floor"):
                 intro(8)
-                floor_tab.build(actions.models, model_id, lang)
+                floor_tab.build(actions.models, model_id, lang, self.tree_state)
             with gr.Tab(t("tab_file"), id="file"):
                 self.download = gr.File(label=t("download"), interactive=False, elem_id="download")
                 self.upload = gr.File(label=t("upload"), file_types=[".json"], type="filepath", elem_id="upload")

@@ -16,7 +16,7 @@ from pathlib import Path
 import gradio as gr
 
 from engine.errors import EngineError
-from engine.floor.workload import check
+from engine.floor.workload import branch_prompts, check
 from engine.host import backroom
 from engine.schema.floor import ARRIVALS, SCHEDULERS, Floor, FloorSettings
 from engine.schema.floor_check import check_floor, read_floor
@@ -70,15 +70,22 @@ class FloorActions:
                              num_blocks=whole(blocks), max_batch_tokens=whole(batch_tokens), scheduler=scheduler)
 
     def run(self, requests, arrival, rate, prompt_tokens, shared, new_tokens, page_size, blocks, batch_tokens,
-            scheduler, lang, model_id, request: gr.Request):
-        """A generator: progress in the note, then every view of the visitor's own run."""
+            scheduler, lang, model_id, tree, request: gr.Request):
+        """A generator: progress in the note, then every view of the visitor's own run. With `tree` (the
+        Explore run with its forks), the requests are that run's lineages instead of the workload."""
         values = (requests, arrival, rate, prompt_tokens, shared, new_tokens, page_size, blocks, batch_tokens, scheduler)
         engine = self.models.get(model_id, lang)
         if lab_mode(engine.info.id) != "on":
             raise gr.Error(label(f"lab_mode_{lab_mode(engine.info.id)}", lang), title=say("error_title", lang))
         try:
-            s = self.settings(*values)
-            check(s, engine.limits, engine.info.kv_bytes(1))
+            s, given = self.settings(*values), {}
+            if tree is not None:           # all at once; the workload's own sizes do not apply
+                if tree.model.id != engine.info.id:
+                    raise EngineError("the run on show is another model's", "floor_other_model", model=tree.model.id)
+                names, ids = branch_prompts(tree)
+                given = {"inputs": ids, "names": names}
+                s = dataclasses.replace(s, requests=len(ids), arrival="burst", shared_prefix=0)
+            check(s, engine.limits, engine.info.kv_bytes(1), longest=max(map(len, given["inputs"])) if given else None)
         except EngineError as exc:
             raise gr.Error(message(exc, lang), title=say("error_title", lang)) from None
 
@@ -91,11 +98,11 @@ class FloorActions:
                 def work(progress):
                     if not ZERO_GPU:
                         return backroom.call("floor", "serving floor", "engine.floor.serve:run_floor",
-                                             dataclasses.asdict(s), model=engine.info.id, progress=progress,
+                                             dataclasses.asdict(s) | given, model=engine.info.id, progress=progress,
                                              cancel=flag)
                     with self.models.exclusive("floor"):
                         return torch_side("engine.floor.serve").run_floor(engine, progress=progress, cancel=flag,
-                                                                          **dataclasses.asdict(s))
+                                                                          **dataclasses.asdict(s), **given)
                 data = yield from background(work, flag, shown)
         except EngineError as exc:
             raise gr.Error(message(exc, lang), title=say("error_title", lang)) from None
@@ -110,9 +117,9 @@ class FloorActions:
         self.flags.stop_tab(request)
 
 
-def build(models, model_id, lang: gr.State) -> None:
+def build(models, model_id, lang: gr.State, tree: gr.State) -> None:
     """The chapter's components and events, inside the caller's `with gr.Tab(...)`; English first,
-    then the page's language when it is known or changes."""
+    then the page's language when it is known or changes. `tree`: Explore's run with its forks."""
     actions = FloorActions(models)
     live = lab_mode(models.default) == "on"      # the page is built before the model loads (app.py)
     limits = models.limits
@@ -154,6 +161,8 @@ def build(models, model_id, lang: gr.State) -> None:
                                       visible=live), "floor_ui_run")
                 stop = named(gr.Button(label("lab_stop", "en"), variant="stop", elem_id="floor-stop", visible=live),
                              "lab_stop")
+            branches = named(gr.Button(label("floor_ui_branches", "en"), elem_id="floor-branches", visible=live,
+                                       size="sm"), "floor_ui_branches")
             download = named(gr.File(label=label("floor_ui_download", "en"), interactive=False,
                                      elem_id="floor-download", visible=False), "floor_ui_download")
             upload = named(gr.File(label=label("floor_ui_upload", "en"), file_types=[".json"], type="filepath",
@@ -170,9 +179,12 @@ def build(models, model_id, lang: gr.State) -> None:
     ties = gr.Markdown(first[7], elem_id="floor-ties")
     drawn = [lanes, blocks_plot, step_plot, modes_plot, modes_table, requests_table, ties]
     inputs = [requests, arrival, rate, prompt_tokens, shared, new_tokens, page_size, blocks, batch_tokens, scheduler]
-    go = run.click(on_gpu(actions.run, duration=600), [*inputs, lang, model_id], [verdict, floor, *drawn, download],
-                   concurrency_limit=1, concurrency_id="lab", api_visibility="private")
-    stop.click(actions.stop, None, None, queue=False, api_visibility="private", **stop_cancels(go))
+    go = run.click(on_gpu(actions.run, duration=600), [*inputs, lang, model_id, gr.State(None)],
+                   [verdict, floor, *drawn, download], concurrency_limit=1, concurrency_id="lab", api_visibility="private")
+    forks = branches.click(on_gpu(actions.run, duration=600), [*inputs, lang, model_id, tree],
+                           [verdict, floor, *drawn, download], concurrency_limit=1, concurrency_id="lab",
+                           api_visibility="private")
+    stop.click(actions.stop, None, None, queue=False, api_visibility="private", **stop_cancels(go, forks))
 
     def show_file(path, lang_v):
         """A serving-floor file from disk (`python -m engine floor --out`, or a run's download), read
@@ -194,6 +206,7 @@ def build(models, model_id, lang: gr.State) -> None:
     def relabel(own, lang_v) -> dict:
         updates = {c: gr.update(label=label(k, lang_v)) for c, k in text.items() if not isinstance(c, gr.Button)}
         updates.update({run: gr.update(value=label("floor_ui_run", lang_v)),
+                        branches: gr.update(value=label("floor_ui_branches", lang_v)),
                         stop: gr.update(value=label("lab_stop", lang_v)),
                         arrival: gr.update(label=label("floor_ui_arrival", lang_v),
                                            choices=[(label(f"floor_ui_{a}", lang_v), a) for a in ARRIVALS]),

@@ -22,7 +22,8 @@ OWN_BLUES = ["#3a6fd8", "#6b93e3", "#2d58b0", "#9bb6ec", "#1f3f80", "#5277c9", "
 
 
 def lane_name(floor: Floor, i: int) -> str:
-    return f"#{i + 1}"
+    """A request's row: its number, or for a fork tree's lineages the lineage ("run", "b1", ...)."""
+    return floor.lanes[i].id if floor.settings.source == "branches" else f"#{i + 1}"
 
 
 def lanes_frame(floor: Floor, lang: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -215,8 +216,11 @@ def ties_md(floor: Floor, lang: str = "en") -> str:
                block=fmt_bytes(cache.bytes_per_block), peak=cache.peak_blocks,
                held=fmt_bytes(cache.peak_blocks * cache.bytes_per_block), alone=fmt_bytes(alone.memory_bytes),
                static=fmt_bytes(static.memory_bytes))
+    if floor.settings.source == "branches" and floor.unshared is not None:     # a fork tree's lineages
+        return "\n\n".join([kv, label("floor_tie_fork_measured", lang, n=len(floor.lanes), shared=cache.peak_blocks,
+                                        unshared=floor.unshared.peak_blocks)])
     reused = sum(lane.reused_tokens for lane in floor.lanes)
     prefix = (label("floor_tie_prefix", lang, reused=reused, shared=cache.peak_blocks,
-                    unshared=floor.unshared.peak_blocks) if floor.unshared is not None and reused
+                    unshared=floor.unshared.peak_blocks) if floor.unshared is not None
               else label("floor_tie_prefix_none", lang))
     return "\n\n".join([kv, prefix, label("floor_tie_fork", lang)])

@@ -37,13 +37,20 @@ def settings_from(values: dict) -> FloorSettings:
     return FloorSettings(**values)
 
 
-def run_floor(engine, progress=None, cancel: threading.Event | None = None, **values) -> dict:
+def run_floor(engine, progress=None, cancel: threading.Event | None = None, inputs: list | None = None,
+              names: list | None = None, **values) -> dict:
+    """`inputs` (token ids per request, `names` for them) serves those requests, all at once, instead
+    of the settings' workload: a forked run's lineages (engine/floor/workload.branch_prompts)."""
     s = settings_from(values)
-    check(s, engine.limits, engine.info.kv_bytes(1))
+    if inputs is not None:
+        inputs = _token_lists(inputs, engine.info.vocab_size)
+        s = dataclasses.replace(s, source="branches", arrival="burst", requests=len(inputs), shared_prefix=0,
+                                prompt_tokens=max(len(i) for i in inputs))
+    check(s, engine.limits, engine.info.kv_bytes(1), longest=None if inputs is None else s.prompt_tokens)
     say = progress or (lambda fraction, text="": None)     # text: which way runs now (a key the page names)
     stop = threading.Event()
     budget = _Budget(engine.limits.floor_seconds, stop, cancel)
-    inputs, arrival_s = prompts(engine.tokenizer, s), arrivals(s)
+    inputs, arrival_s = inputs or prompts(engine.tokenizer, s), arrivals(s)
     try:
         with engine.lock, switched_kernel(engine.model, KERNEL):
             _warm_up(engine, inputs[0])
@@ -54,7 +61,7 @@ def run_floor(engine, progress=None, cancel: threading.Event | None = None, **va
             say(0.75, "static")
             static = static_batch(engine, inputs, arrival_s, s, stop)
             unshared = None
-            if s.shared_prefix:
+            if s.shared_prefix or s.source == "branches":
                 say(0.85, "unshared")
                 unshared = serve(engine, inputs, arrival_s, s, stop, sharing=False)[2]
     except FloorStopped:
@@ -64,13 +71,23 @@ def run_floor(engine, progress=None, cancel: threading.Event | None = None, **va
         raise
     finally:
         budget.done()
-    for lane, own in zip(lanes, own_tokens):
+    for i, (lane, own) in enumerate(zip(lanes, own_tokens)):
         lane.same_as_generate = lane.tokens == own
+        lane.id = str(names[i])[:16] if names and i < len(names) else lane.id
     floor = Floor(model=engine.info, settings=s, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                   cache=cache, lanes=lanes, frames=frames, modes=[continuous, alone, static], unshared=unshared,
                   texts=[engine.tokenizer.decode(lane.tokens, skip_special_tokens=True) for lane in lanes])
     say(1.0, "done")
     return to_plain(floor)
+
+
+def _token_lists(inputs, vocab: int) -> list[list[int]]:
+    ok = isinstance(inputs, list) and inputs and all(
+        isinstance(r, list) and r and all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab for t in r)
+        for r in inputs)
+    if not ok:
+        raise EngineError("inputs must be lists of token ids of this model", "floor_inputs")
+    return inputs
 
 
 def _warm_up(engine, prompt: list[int]) -> None:

@@ -37,9 +37,10 @@ def _between(name: str, value, lo, hi) -> None:
                              name=name, lo=lo, hi=hi, got=repr(value)[:20])
 
 
-def check(s: FloorSettings, limits: Limits, bytes_per_token: int) -> None:
+def check(s: FloorSettings, limits: Limits, bytes_per_token: int, longest: int | None = None) -> None:
     """Refuse a workload before any model work: each setting in its range, the cache within the
-    host's cap, and every request able to fit in the cache on its own."""
+    host's cap, and every request able to fit in the cache on its own. `longest`: the longest prompt
+    of a workload given as token ids (a fork tree's lineages), instead of `prompt_tokens`."""
     _between("requests", s.requests, 1, limits.floor_max_requests)
     if s.arrival not in ARRIVALS:
         raise InvalidRequest(f"arrival must be one of {', '.join(ARRIVALS)}", "floor_choice", name="arrival",
@@ -48,8 +49,11 @@ def check(s: FloorSettings, limits: Limits, bytes_per_token: int) -> None:
         raise InvalidRequest(f"scheduler must be one of {', '.join(SCHEDULERS)}", "floor_choice",
                              name="scheduler", choices=", ".join(SCHEDULERS))
     _between("rate", s.rate, 0.1, 100)
-    _between("prompt_tokens", s.prompt_tokens, 32, 1024)
-    _between("shared_prefix", s.shared_prefix, 0, s.prompt_tokens - 24)
+    if longest is None:
+        _between("prompt_tokens", s.prompt_tokens, 32, 1024)
+        _between("shared_prefix", s.shared_prefix, 0, s.prompt_tokens - 24)
+    else:
+        _between("prompt_tokens", longest, 1, 2048)
     _between("new_tokens", s.new_tokens, 1, 256)
     _between("page_size", s.page_size, MIN_PAGE, MAX_PAGE)
     _between("max_batch_tokens", s.max_batch_tokens, 16, 8192)
@@ -60,7 +64,8 @@ def check(s: FloorSettings, limits: Limits, bytes_per_token: int) -> None:
         mb, cap = f"{s.num_blocks * block / 1e6:,.0f}", f"{limits.floor_max_kv_bytes / 1e6:,.0f}"
         raise InvalidRequest(f"{s.num_blocks} blocks of {s.page_size} tokens take {mb} MB; this host allows "
                              f"{cap} MB", "floor_cache_too_big", blocks=s.num_blocks, mb=mb, cap=cap)
-    need = math.ceil((s.prompt_tokens + s.new_tokens + 32) / s.page_size)   # 32: the template's slack
+    prompt = longest if longest is not None else s.prompt_tokens + 32           # 32: the template's slack
+    need = math.ceil((prompt + s.new_tokens) / s.page_size)
     if s.num_blocks < need:
         raise InvalidRequest(f"one request needs up to {need} blocks of {s.page_size} tokens; the cache has "
                              f"{s.num_blocks}", "floor_cache_too_small", need=need, blocks=s.num_blocks)
@@ -102,3 +107,16 @@ def _template(tokenizer, system: str, user: str) -> list[int]:
     ids = tokenizer.apply_chat_template([{"role": "system", "content": system}, {"role": "user", "content": user}],
                                         add_generation_prompt=True, tokenize=True, return_dict=False)
     return [int(i) for i in ids]
+
+
+def branch_prompts(tree) -> tuple[list[str], list[list[int]]]:
+    """A forked run's lineages as requests (`tree`: a Trace with branches): the run and each branch,
+    each its prompt plus its own steps up to one past the last fork. They share the prompt and the
+    steps before each fork, as the fork chapter's cache copies do. Names: "run", "b1", ..."""
+    from engine.schema.branches import ROOT, lineage
+    if not tree.branches:
+        raise InvalidRequest("this run has no branches: fork it first (Decode chapter)", "floor_no_branches")
+    upto = max(b.at for b in tree.branches) + 1
+    prompt = [t.id for t in tree.prompt.tokens]
+    names = ["run", *(b.id for b in tree.branches)]
+    return names, [prompt + [s.id for s in lineage(tree, ROOT if n == "run" else n)[:upto]] for n in names]

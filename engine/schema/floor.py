@@ -21,6 +21,7 @@ from engine.schema.serial import from_plain, parse, to_plain
 from engine.schema.specs import ModelInfo
 
 FORMAT, VERSION = "tbt-floor", 1
+SOURCES = ("workload", "branches")
 MODES = ("continuous", "one_at_a_time", "static")
 ARRIVALS = ("burst", "poisson")
 SCHEDULERS = ("fifo", "prefill_first")
@@ -39,6 +40,7 @@ class FloorSettings:
     max_batch_tokens: int = 128    # query tokens per step: longer prompts are prefilled in chunks
     scheduler: str = "fifo"        # or "prefill_first"
     seed: int = 0
+    source: str = "workload"       # or "branches": a forked run's lineages as requests (engine/floor/workload.branch_prompts)
 
 
 @dataclass

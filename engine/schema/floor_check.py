@@ -5,7 +5,7 @@ lane's times run forward, and nothing is larger than a run on this host could ma
 from __future__ import annotations
 
 from engine.environment import Limits
-from engine.schema.floor import MODES, Floor
+from engine.schema.floor import MODES, SOURCES, Floor
 from engine.schema.validate import _between, _check
 
 MAX_REQUESTS, MAX_FRAMES, MAX_TOKENS, MAX_MS = 256, 50_000, 8_192, 1e9
@@ -22,6 +22,9 @@ def check_floor(f: Floor) -> Floor:
     n = len(f.lanes)
     _between(n, 1, MAX_REQUESTS, "floor.lanes")
     _check(f.settings.requests == n, "floor.settings.requests", f"says {f.settings.requests}, lanes hold {n}")
+    _check(f.settings.source in SOURCES, "floor.settings.source", f"one of {', '.join(SOURCES)}")
+    for i, lane in enumerate(f.lanes):
+        _between(len(lane.id), 1, 32, f"floor.lanes[{i}].id")
     _between(f.cache.page_size, 1, 4_096, "floor.cache.page_size")
     _between(f.cache.num_blocks, 1, MAX_BLOCK_ID, "floor.cache.num_blocks")
     _between(f.cache.peak_blocks, 0, f.cache.num_blocks, "floor.cache.peak_blocks")

@@ -446,3 +446,13 @@ def test_fork_a_run_see_the_tree_and_measure_the_prefix(page, shots, tmp_path):
     page.get_by_role("tab", name="4 · Decode").click()
     page.locator("#fork-tree .tbt-tree-label[data-index='0']").click()
     page.wait_for_function("() => !document.querySelector('#output .tbt-forced')", timeout=30_000)
+    # the serving floor serves the tree's lineages as requests: the run and b1 share the prefix's blocks
+    page.get_by_role("tab", name="9 · Serving floor").click()
+    page.click("#floor-branches")
+    page.wait_for_function("""() => { const t = document.querySelector('#floor-verdict').innerText;
+                              return t.includes('these 2 requests') && !t.includes('recorded workload'); }""",
+                           timeout=240_000)
+    table = page.inner_text("#floor-requests-table")
+    assert "run" in table and "b1" in table and table.count("yes") == 2
+    assert "lineages" in page.inner_text("#floor-ties")
+    page.screenshot(path=str(shots / "floor-branches.png"), full_page=True)

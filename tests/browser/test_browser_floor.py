@@ -45,6 +45,13 @@ def test_a_small_workload_served_from_the_page(page, shots):
     page.screenshot(path=str(shots / "floor-run.png"), full_page=True)
 
 
+def test_branches_of_a_run_without_forks_are_refused_with_a_message(page):
+    page.click("#floor-branches")
+    toast = page.locator(".toast-body").first
+    toast.wait_for(timeout=30_000)
+    assert "fork it first" in toast.inner_text()
+
+
 def test_a_cache_too_small_for_one_request_is_refused_with_a_message(page):
     set_number(page, "floor-blocks", 2)
     page.click("#floor-run")

@@ -80,3 +80,23 @@ def test_bad_settings_and_a_cancel_are_clear(engine):
         run_floor(engine, cancel=cancel, **SMALL)
     assert stopped.value.key == "floor_stopped"
     assert engine.model.config._attn_implementation == kernel      # the page's runs get their kernel back
+
+
+def test_a_forked_runs_lineages_share_their_prefix_blocks(engine):
+    """The fork chapter's tree served as requests: the run and two branches share the prompt and the
+    steps before the fork, and the allocator holds those blocks once."""
+    from engine.floor.workload import branch_prompts
+    from engine.run.fork import run_fork
+    from engine.run.generate import run_trace
+    from engine.schema.trace import Settings
+    trace = run_trace(engine, "Name three fruits that grow on trees.", Settings(max_new_tokens=6))
+    for rank in (1, 2):              # fork step 3 with its second and third candidates
+        trace = run_fork(engine, trace, 3, trace.steps[3].candidates[rank].id, max_new_tokens=4)
+    names, inputs = branch_prompts(trace)
+    assert names == ["run", "b1", "b2"] and len({tuple(i[:-1]) for i in inputs}) == 1   # differ in the last token only
+    floor = read_floor(json.dumps(run_floor(engine, inputs=inputs, names=names, new_tokens=4, page_size=4,
+                                            num_blocks=128, max_batch_tokens=64)))
+    assert [lane.id for lane in floor.lanes] == names and floor.settings.source == "branches"
+    assert all(lane.same_as_generate for lane in floor.lanes)
+    assert any(f.refs for f in floor.frames)
+    assert floor.cache.peak_blocks < floor.unshared.peak_blocks
