@@ -28,6 +28,8 @@ def add_arguments(p) -> None:
     p.add_argument("--max-batch-tokens", type=int, default=D.max_batch_tokens, help="query tokens per step")
     p.add_argument("--scheduler", default=D.scheduler, help="fifo or prefill_first")
     p.add_argument("--seed", type=int, default=D.seed, help="the arrival times' seed")
+    p.add_argument("--branches", default=None, metavar="TRACE",
+                   help="serve a forked trace's lineages (the run and each branch) as the requests, all at once")
     p.add_argument("--out", default=None, help="write the serving-floor file here (the page can show it)")
     p.add_argument("--json", action="store_true", help="print JSON only")
 
@@ -37,7 +39,13 @@ def run(args) -> int:
     from engine.floor.serve import run_floor
     from engine.model.core import Engine
     engine = Engine.load(args.model, device=args.device, dtype=args.dtype)
-    data = run_floor(engine, progress=None if args.json else lambda f, t="": print(f"{f:.0%} {t}", file=sys.stderr),
+    given = {}
+    if args.branches:                   # a fork tree's lineages instead of the workload
+        from engine.floor.workload import branch_prompts
+        from engine.schema.validate import read_trace
+        names, inputs = branch_prompts(read_trace(Path(args.branches).read_bytes(), engine.limits))
+        given = {"inputs": inputs, "names": names}
+    data = run_floor(engine, **given, progress=None if args.json else lambda f, t="": print(f"{f:.0%} {t}", file=sys.stderr),
                      requests=args.requests, arrival="poisson" if args.rate > 0 else "burst",
                      rate=args.rate if args.rate > 0 else D.rate, prompt_tokens=args.prompt_tokens,
                      shared_prefix=args.shared_prefix, new_tokens=args.new_tokens, page_size=args.page_size,

@@ -53,3 +53,28 @@ def test_bench_command_prints_the_figures():
     assert result["app_default_ratio"] == pytest.approx(result["app_default_tok_s"] / result["hf_generate_tok_s"])
     # the model's own clock leaves watching and waiting out, so it is never slower than the wall
     assert result["engine_tok_s"] >= result["engine_wall_tok_s"]
+
+
+def test_floor_command_serves_a_workload_and_a_forked_trace(tmp_path, engine):
+    """`python -m engine floor`: the figures as JSON, the file written; `--branches` serves a forked
+    trace's lineages; a bad setting is one line on stderr."""
+    from engine.run.fork import run_fork
+    from engine.run.generate import run_trace
+    from engine.schema.floor_check import read_floor
+    from engine.schema.trace import Settings
+    out = tmp_path / "floor.json"
+    done = run_cli("floor", "--requests", "3", "--rate", "0", "--prompt-tokens", "48", "--shared-prefix", "16",
+                   "--new-tokens", "3", "--page-size", "8", "--blocks", "64", "--json", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    assert figures["tokens_equal_generate"] == 3 and figures["settings"]["arrival"] == "burst"
+    assert len(read_floor(out.read_text()).lanes) == 3
+    trace = run_trace(engine, "Name a planet with rings.", Settings(max_new_tokens=5))
+    forked = run_fork(engine, trace, 2, trace.steps[2].candidates[1].id, max_new_tokens=3)
+    (tmp_path / "forked.json").write_text(forked.to_json(), encoding="utf-8")
+    done = run_cli("floor", "--branches", str(tmp_path / "forked.json"), "--new-tokens", "3", "--page-size", "4",
+                   "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["requests"] == 2
+    done = run_cli("floor", "--requests", "0")
+    assert done.returncode == 2 and "error: requests must be between" in done.stderr and "Traceback" not in done.stderr
