@@ -72,10 +72,11 @@ def serve(engine, inputs: list[list[int]], arrival_s: list[float], s: FloorSetti
                                       detail=f"{out.request_id}: {str(out.error)[:200]}")
                 results[out.request_id] = out
     finally:
-        if len(results) < len(ids):
+        unfinished = len(results) < len(ids)
+        if unfinished:
             stop.set()                   # the feeder stops adding requests too
         feeder.join()
-        manager.stop(block=True, timeout=30)
+        manager.stop(block=True, timeout=30, hard_stop=unfinished)   # a stop does not wait for the rest
         manager.destroy()
     lanes = [_lane(rid, results[rid], arrived[rid], clock, watcher, i) for i, rid in enumerate(ids)]
     cache = CacheFacts(page_size=s.page_size, num_blocks=int(watcher.cache.num_blocks),

@@ -6,8 +6,8 @@ The back room's target (engine/host/backroom.py: the page's run stands still whi
 run goes, and its clocks leave those pauses out), and what `python -m engine floor` and /serve
 call. All ways run on this process's copy of the model, switched to "sdpa" for the run (the paged
 cache refuses our capturing attention function), greedy, one after another, under the engine's
-lock. With a shared prefix the continuous run is repeated with block sharing off, to count the
-blocks the same requests hold without it.
+lock. With a shared prefix (or a fork tree's lineages) the continuous run is repeated with block
+sharing off, to count the blocks the same requests hold without it.
 """
 
 from __future__ import annotations

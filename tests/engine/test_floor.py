@@ -100,3 +100,15 @@ def test_a_forked_runs_lineages_share_their_prefix_blocks(engine):
     assert all(lane.same_as_generate for lane in floor.lanes)
     assert any(f.refs for f in floor.frames)
     assert floor.cache.peak_blocks < floor.unshared.peak_blocks
+
+
+def test_a_stop_in_the_middle_ends_the_run_soon(engine):
+    """Stop while continuous batching is serving: the run ends within seconds, not after every request."""
+    import time
+    cancel = threading.Event()
+    threading.Timer(1.5, cancel.set).start()
+    started = time.monotonic()
+    with pytest.raises(EngineError) as stopped:
+        run_floor(engine, cancel=cancel, **{**SMALL, "requests": 8, "new_tokens": 200, "num_blocks": 400})
+    assert stopped.value.key == "floor_stopped"
+    assert time.monotonic() - started < 15
