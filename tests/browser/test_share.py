@@ -171,3 +171,33 @@ def present_offline(browser, deck: Path, output_dir: Path, lang: str) -> None:
         assert not re.search(r"(?:src|href)=\"https?:", deck.read_text(encoding="utf-8"))
     finally:
         context.close()
+
+
+def test_a_walkthrough_step_link_in_chinese(browser, app_url, output_dir):
+    """The walkthrough's link names the step on screen; opened in an English browser, the page comes
+    up in the link's language on that step."""
+    context, page = fresh(browser, app_url, "zh-CN")
+    try:
+        page.get_by_role("tab", name="导览").first.click()
+        page.wait_for_selector("#wt-step-0 .tbt-next", timeout=60_000)
+        for step in range(2):
+            page.locator(f"#wt-step-{step} .tbt-next").click()
+        page.wait_for_function("() => document.querySelector('#wt-step-2')?.offsetParent !== null", timeout=30_000)
+        page.click("#share-walkthrough")
+        page.wait_for_function("() => (document.querySelector('#share-link-walkthrough textarea, "
+                               "#share-link-walkthrough input')?.value || '').includes('wt=2')", timeout=30_000)
+        url = page.locator("#share-link-walkthrough textarea, #share-link-walkthrough input").first.input_value()
+        assert "open=walkthrough" in url and "lang=zh" in url and "run=" not in url, url     # the recording
+    finally:
+        context.close()
+    other = browser.new_context(locale="en-US", viewport=VIEWPORT)
+    page = other.new_page()
+    try:
+        page.goto(url)
+        page.wait_for_function("() => document.querySelector('#wt-step-2')?.offsetParent !== null", timeout=120_000)
+        page.wait_for_selector("#wt-kv .vega-embed .marks", timeout=60_000)
+        assert page.evaluate("() => document.documentElement.lang").startswith("zh")
+        assert page.get_by_role("tab", name="导览").first.get_attribute("aria-selected") == "true"
+        page.screenshot(path=str(output_dir / "browser" / "share-walkthrough-zh.png"))
+    finally:
+        other.close()
