@@ -117,6 +117,7 @@ class Limits:
     attention_prompt_tokens: int = 256     # prefill maps cover at most this many prompt tokens
     attention_max_prompt_tokens: int = 2_048  # longer prompts cannot capture attention at all
     attention_max_bytes: int = 48_000_000  # compressed attention rows kept per trace
+    lens_max_bytes: int = 32_000_000       # hidden states a run keeps for the logit lens (~480 steps of SmolLM2)
     max_top_candidates: int = 100
     max_upload_bytes: int = 64_000_000     # trace files a visitor may load
     lab_max_prompt_tokens: int = 2_048     # longest prefill the lab's attention experiment runs

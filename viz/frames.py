@@ -151,6 +151,9 @@ def candidates_frame(trace: Trace, step: int, lang: str) -> pd.DataFrame:
 
 def lens_frame(trace: Trace, step: int, lang: str) -> pd.DataFrame:
     s = step_of(trace, step, lang)
+    capped = trace.observation.lens_capped_at if trace.observation else None
+    if s.lens is None and capped is not None and step >= capped:      # the run's states hit the size cap
+        raise ValueError(label("err_lens_capped", lang, count=capped))
     if s.lens is None:
         raise ValueError(label("err_served_internals" if trace.served else "err_no_lens", lang))
     return pd.DataFrame({

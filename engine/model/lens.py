@@ -35,6 +35,26 @@ def keep_hidden(capture: Capture) -> Hidden:
     return Hidden(shape=list(stacked.shape), data=data)
 
 
+class KeptStates:
+    """The states a run keeps, up to the host's byte cap (Limits.lens_max_bytes); past it the run keeps
+    none and its observation says from which step (the lens chart says so for those steps)."""
+
+    def __init__(self, trace: Trace, max_bytes: int):
+        self.trace, self.max_bytes, self.bytes = trace, max_bytes, 0
+
+    def keep(self, capture: Capture) -> Hidden | None:
+        o = self.trace.observation
+        if o is not None and o.lens_capped_at is not None:
+            return None
+        hidden = keep_hidden(capture)
+        self.bytes += len(hidden.data)
+        if self.bytes > self.max_bytes:
+            if o is not None:
+                o.lens_capped_at = len(self.trace.steps)
+            return None
+        return hidden
+
+
 def hidden_array(hidden: Hidden) -> np.ndarray:
     """A kept block as [layers - 1, hidden] float32 (validate() has checked its size for a file)."""
     return np.frombuffer(hidden.data, dtype="<f4").reshape(hidden.shape)

@@ -23,7 +23,7 @@ from engine.compiled.fast import MAIN, bucket_for, to_dynamic
 from engine.model.clock import now_ms
 from engine.model.core import Engine, Pass
 from engine.model.hooks import Capture
-from engine.model.lens import keep_hidden
+from engine.model.lens import KeptStates
 from engine.model.tokens import TextStream
 from engine.schema.branches import ROOT
 from engine.run.kv_cache import cache_bytes, cache_tokens
@@ -76,6 +76,7 @@ class Run:
         self.clock = self.tokenized_at - start     # the model's clock: its own work only
         self.forced: tuple[int, str] | None = None  # a token the engine inserts at this step
         self.attention = AttentionRows(trace, s.attention, engine.limits.attention_max_bytes)
+        self.kept = KeptStates(trace, engine.limits.lens_max_bytes)     # the logit lens's input, capped
         self.thinking = Thinking(engine, s, engine.thinking_style, trace.prompt.templated)
         self.keep_cache = False     # keep the finished run's cache for forking (engine.prefixes)
         self.fast: str | None = None   # the compiled graph ("plain" | "watch") the decode steps run, or None
@@ -205,7 +206,7 @@ class Run:
         special = token in engine.token_bytes.special_ids
         text = "" if special else self.text.push(raw)
         phase = self.thinking.phase_of(engine.text_of(token) if special else text, forced[1] if forced else None)
-        hidden = keep_hidden(capture) if capture.lens else None   # the lens itself: on view (engine/model/lens.py)
+        hidden = self.kept.keep(capture) if capture.lens else None   # the lens itself: on view (engine/model/lens.py)
         self.attention.keep(capture)
         return Seen(token, raw, text, phase, forced is not None, choice, hidden)
 

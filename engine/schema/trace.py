@@ -165,6 +165,7 @@ class Observation:
     static_cache_tokens: int | None = None
     # a graph was compiling in this process during the run: its times include that contention
     beside_compile: bool = False
+    lens_capped_at: int | None = None   # the lens's states were kept for the steps before this one only (size cap)
 
 
 @dataclass

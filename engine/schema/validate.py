@@ -95,6 +95,8 @@ def validate(trace: Trace, limits: Limits | None = None) -> Trace:
         _check(o.decode in ("eager", "compiled"), "observation.decode", f"{o.decode[:40]!r} is not eager or compiled")
         if o.decode == "compiled":
             _between(o.static_cache_tokens or 0, 1, MAX_CONTEXT, "observation.static_cache_tokens")
+        if o.lens_capped_at is not None:
+            _between(o.lens_capped_at, 0, len(trace.steps), "observation.lens_capped_at")
     if trace.served is not None:
         _validate_served(trace)
     return trace

@@ -71,3 +71,21 @@ def test_a_trace_of_another_model_is_left_alone(engine, run_and_reference):
     assert not lens_module.usable(engine, other)
     assert lens_module.with_step_lens(engine, other, 0).steps[0].lens is None
     assert all(st.lens is None for st in lens_module.exported(engine, other).steps)
+
+
+def test_a_run_keeps_states_up_to_the_hosts_cap(engine):
+    import dataclasses
+    from viz.decode import lens_chart
+    per_step = 4 * (engine.info.layers - 1) * engine.info.hidden_size
+    before = engine.limits
+    engine.limits = dataclasses.replace(before, lens_max_bytes=3 * per_step)   # room for three steps
+    try:
+        trace = run_trace(engine, PROMPT, Settings(max_new_tokens=6, logit_lens=True, ignore_eos=True))
+    finally:
+        engine.limits = before
+    assert [st.hidden is not None for st in trace.steps] == [True] * 3 + [False] * 3
+    assert trace.observation.lens_capped_at == 3
+    out = validate(Trace.from_json(lens_module.exported(engine, trace).to_json()))
+    assert [st.lens is not None for st in out.steps] == [True] * 3 + [False] * 3
+    with pytest.raises(ValueError, match="first 3 steps"):                      # the chart says why
+        lens_chart(out, 4, lang="en")
