@@ -71,8 +71,8 @@ def recorded(lang: str):
 
 
 def link(base: str, **params) -> str:
-    """The page's address with the non-empty parameters."""
-    kept = {k: v for k, v in params.items() if v not in (None, "", False)}
+    """The page's address with the parameters that have a value (0 is one: step 0, top-k 0)."""
+    kept = {k: v for k, v in params.items() if v is not None and v != ""}
     return f"{base}?{urlencode(kept)}"
 
 

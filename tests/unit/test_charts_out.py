@@ -68,3 +68,9 @@ def test_the_deck_is_one_file_that_asks_nothing_of_the_network():
     assert "<script>alert" not in page and "<strong>bold</strong>" in page       # a trace's text is escaped
     assert not re.search(r"(?:src|href)\s*=\s*[\"']?(?:https?:)?//", page)
     assert label("timeline_title", "en") in page
+
+
+def test_a_link_keeps_zero_values_and_leaves_out_empty_ones():
+    from ui.share import link
+    url = link("http://h/", open="explore", step=0, top_k=0, branch="", present="", lang="zh")
+    assert url == "http://h/?open=explore&step=0&top_k=0&lang=zh"
