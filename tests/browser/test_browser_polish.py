@@ -17,7 +17,7 @@ LOCALES = {"en": "en-US", "zh": "zh-CN"}
 RECORDING = {"en": "recording", "zh": "录制"}
 HEX = re.compile(r"^<[0-9A-F]{2}( [0-9A-F]{2})*>$")
 CHAPTER = 2           # Explore's chapter tabs follow the two top tabs (Explore, Walkthrough)
-TOKENS, DECODE, SPEED, SAMPLING, FILE = 0, 3, 4, 7, 8
+TOKENS, DECODE, SPEED, SAMPLING, FILE = 0, 3, 4, 7, 9   # 8: the serving floor
 
 
 @pytest.fixture(params=["en", "zh"])
