@@ -1,4 +1,4 @@
-"""The Walkthrough: the whole story in eight steps on one prompt, for a talk or a first visit.
+"""The Walkthrough: the whole story in ten steps, most on one prompt, for a talk or a first visit.
 
 Each step shows our explanation (English or Chinese) next to the live visual of its chapter,
 drawn from traces recorded with our own CLI (assets/traces/, `make traces`), so it works at once
