@@ -7,7 +7,6 @@ from pathlib import Path
 
 from engine import EngineError
 from engine.environment import Limits
-from engine.schema.trace import Trace
 from engine.schema.validate import read_trace
 
 from .errors import message, refuse
