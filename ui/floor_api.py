@@ -19,13 +19,13 @@ import gradio as gr
 from engine import EngineError
 from engine.floor.figures import figures
 from engine.floor.workload import check
-from engine.host import backroom
 from engine.schema.floor import SCHEDULERS, FloorSettings
 
 from .api import as_file, lang_of_caller, number_arg, text_arg
 from .errors import refuse, refused
-from .gpu import ZERO_GPU, on_gpu
-from .models import Models, torch_side
+from .floor_tab import job
+from .gpu import on_gpu
+from .models import Models
 from .runs import KeptFiles, background
 
 D = FloorSettings()
@@ -57,15 +57,8 @@ class FloorApi:
             engine = self.models.get(text_arg("model", model, lang) or None, lang)
             check(s, engine.limits, engine.info.kv_bytes(1))
             cancel = threading.Event()   # set if the caller goes away (background closes)
-
-            def work(progress):
-                if not ZERO_GPU:
-                    return backroom.call("floor", "serving floor (API)", "engine.floor.serve:run_floor",
-                                         dataclasses.asdict(s), model=engine.info.id, progress=progress, cancel=cancel)
-                with self.models.exclusive("floor"):
-                    return torch_side("engine.floor.serve").run_floor(engine, progress=progress, cancel=cancel,
-                                                                      **dataclasses.asdict(s))
-            data = yield from background(work, cancel, lambda fraction, text: None)
+            data = yield from background(job(self.models, engine, dataclasses.asdict(s), cancel,
+                                             "serving floor (API)"), cancel, lambda fraction, text: None)
         except EngineError as exc:
             raise refused(exc, lang) from None
         data.pop("backroom", None)

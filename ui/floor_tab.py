@@ -56,6 +56,18 @@ def views(floor: Floor | None, lang: str, is_recording: bool) -> list:
             fv.ties_md(floor, lang)]
 
 
+def job(models, engine, kwargs: dict, cancel, what: str):
+    """The work of one serving-floor run, for ui/runs.background: in the back room (a child process that
+    stands still while visitors run), or on ZeroGPU in its GPU process holding every engine."""
+    def work(progress):
+        if not ZERO_GPU:
+            return backroom.call("floor", what, "engine.floor.serve:run_floor", kwargs, model=engine.info.id,
+                                 progress=progress, cancel=cancel)
+        with models.exclusive("floor"):
+            return torch_side("engine.floor.serve").run_floor(engine, progress=progress, cancel=cancel, **kwargs)
+    return work
+
+
 class FloorActions:
     def __init__(self, models):
         self.models = models
@@ -95,15 +107,8 @@ class FloorActions:
         yield shown(0.0, "continuous")
         try:
             with self.flags.running(request) as flag:
-                def work(progress):
-                    if not ZERO_GPU:
-                        return backroom.call("floor", "serving floor", "engine.floor.serve:run_floor",
-                                             dataclasses.asdict(s) | given, model=engine.info.id, progress=progress,
-                                             cancel=flag)
-                    with self.models.exclusive("floor"):
-                        return torch_side("engine.floor.serve").run_floor(engine, progress=progress, cancel=flag,
-                                                                          **dataclasses.asdict(s), **given)
-                data = yield from background(work, flag, shown)
+                data = yield from background(job(self.models, engine, dataclasses.asdict(s) | given, flag,
+                                                 "serving floor"), flag, shown)
         except EngineError as exc:
             raise gr.Error(message(exc, lang), title=say("error_title", lang)) from None
         except Exception as exc:           # a library failed: a reference, details in the log
