@@ -47,8 +47,8 @@ from ui.i18n import I18N, LANG_SYNC_JS, lang_of, t, text
 from ui.models import Models, allowed_from_env
 from ui.share import LANG_JS as LINK_LANG_JS, Share
 from ui.fonts import font_css, theme
-from viz.css import CSS, HEAD_CSS
-from viz.facts import fmt_count
+from viz.html.css import CSS, HEAD_CSS
+from viz.text.facts import fmt_count
 
 PAGE_CSS = (Path(__file__).parent / "assets" / "page.css").read_text(encoding="utf-8")
 
@@ -174,7 +174,7 @@ def main() -> None:
     demo.queue(max_size=64, default_concurrency_limit=4).launch(
         server_name=args.host, server_port=args.port, share=args.share, show_error=False,
         css=CSS + PAGE_CSS, i18n=I18N, max_file_size=models.limits.max_upload_bytes, prevent_thread_lock=True,
-        # the page's typeface from local files (ui/fonts.py), and the rules css= cannot carry (viz/css.py)
+        # the page's typeface from local files (ui/fonts.py), and the rules css= cannot carry (viz/html/css.py)
         theme=theme(), head=f"<style>{font_css()}{HEAD_CSS}</style>")
     try:
         models.load_default()       # torch, transformers and the weights: the page is already up

@@ -21,19 +21,20 @@ from engine.schema.specs import EMBEDDED
 from engine.bench.sweep import LENGTHS, ttft_sweep
 from engine.run.request import APP_DEFAULTS, check_settings, clean_prompt, number
 from engine.schema.trace import Settings, Trace
-from viz import html, served_load, speed
+from viz import html
+from viz.charts import served_load, speed
 from viz.fmt import fmt_rate
-from viz.labels import label
-from viz.chips import stop_words
-from viz.notice import embedding_strip, notice_chart
+from viz.text.labels import label
+from viz.html.chips import stop_words
+from viz.charts.notice import embedding_strip, notice_chart
 
-from .errors import message, refuse, refused, say
-from .i18n import STRINGS, text
-from .lab_tab import HEADINGS
-from .models import Models, first_model_loaded, torch_side
-from .runs import STREAM_INTERVAL_S, StopFlags, TraceFiles
-from .uploads import read_upload
-from .views import clamp
+from ui.errors import message, refuse, refused, say
+from ui.i18n import STRINGS, text
+from ui.lab_tab import HEADINGS
+from ui.models import Models, first_model_loaded, torch_side
+from ui.runs import STREAM_INTERVAL_S, StopFlags, TraceFiles
+from ui.uploads import read_upload
+from ui.views import clamp
 
 if TYPE_CHECKING:
     from engine.model.core import Engine

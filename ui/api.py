@@ -32,14 +32,14 @@ from engine.run.request import flag, number
 from engine.run.side_by_side import interleave
 from engine.schema.trace import Settings, Trace
 
-from .charts_out import ChartsApi
-from .errors import refuse, refused
-from .gpu import for_tokens, on_gpu
-from .i18n import lang_of
-from .models import Models, torch_side
-from .profile_panel import measure_profile
-from .runs import API_SLOTS, BUSY, ENGINE_CONCURRENCY, RunRefused, TraceFiles
-from .uploads import read_upload
+from ui.charts_out import ChartsApi
+from ui.errors import refuse, refused
+from ui.gpu import for_tokens, on_gpu
+from ui.i18n import lang_of
+from ui.models import Models, torch_side
+from ui.profile_panel import measure_profile
+from ui.runs import API_SLOTS, BUSY, ENGINE_CONCURRENCY, RunRefused, TraceFiles
+from ui.uploads import read_upload
 
 D = Settings()
 ENGINE = {"concurrency_limit": ENGINE_CONCURRENCY, "concurrency_id": "engine"}

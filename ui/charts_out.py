@@ -1,8 +1,8 @@
-"""Charts out of the page and the API: SVG and PNG files sized for a 16:9 slide (viz/export.py).
+"""Charts out of the page and the API: SVG and PNG files sized for a 16:9 slide (viz/out/export.py).
 
 On the page, "Download this chapter's charts" takes the charts the visitor sees in the chapter on
 show (each gr.Plot's own Vega-Lite spec, already in the page's language and at the chosen step,
-layer and head) and the chapter's HTML cards redrawn as charts (viz/slides.py). The API's /export
+layer and head) and the chapter's HTML cards redrawn as charts (viz/out/slides.py). The API's /export
 draws one chart by name from a trace file, the same functions the chapters use.
 """
 
@@ -19,13 +19,14 @@ from gradio import FileData
 from engine import EngineError
 from engine.errors import InvalidRequest
 from engine.schema.specs import kv_projection
-from viz import attention, decode, export, kv, speed
-from viz.slides import speed_cards_chart, token_chips_chart
+from viz.charts import attention, decode, kv, speed
+from viz.out import export
+from viz.out.slides import speed_cards_chart, token_chips_chart
 
-from .errors import refused
-from .models import Models, torch_side
-from .views import clamp, least_sure_step
-from .uploads import read_upload
+from ui.errors import refused
+from ui.models import Models, torch_side
+from ui.views import clamp, least_sure_step
+from ui.uploads import read_upload
 
 FOLDER = Path(tempfile.mkdtemp(prefix="tbt-charts-"))
 KEEP = 256                  # files kept for download; the oldest go first
@@ -82,7 +83,7 @@ def plots_in(block) -> list[gr.Plot]:
 # --- the API's /export: one chart by name ----------------------------------------------------
 def _playground(trace, step, lang):
     rows = torch_side("engine.run.sampling").playground(trace.steps[step].candidates, 1.0, 0, 1.0)
-    from viz.sampling import playground_chart
+    from viz.charts.sampling import playground_chart
     return playground_chart(rows[:10], lang=lang)
 
 
@@ -114,7 +115,7 @@ class ChartsApi:
         `lang` (en or zh). `step` -1: the step where the model was least sure; `layer` -1: the last;
         `head` -1: the mean of all heads. Charts: token_chips, heatmap, head_view, kv_growth,
         kv_projection, candidates, attention_row, speed_cards, timeline, step_times, playground."""
-        from .api import lang_of_caller, number_arg, text_arg
+        from ui.api import lang_of_caller, number_arg, text_arg
         said = lang_of_caller(request)
         chart, fmt, lang = (text_arg(n, v, said) for n, v in (("chart", chart), ("format", format), ("lang", lang)))
         if chart not in CHARTS:

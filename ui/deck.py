@@ -2,7 +2,7 @@
 
 The walkthrough's own choices, from the run's traces ("next": the next-token example, "normal" and
 "reasoning": chapter 7's question), the recorded lab and the catalogue's narration (en or zh);
-viz/deck.py writes the file. The page's "Download the walkthrough" and `python -m engine deck`
+viz/out/deck.py writes the file. The page's "Download the walkthrough" and `python -m engine deck`
 (engine/commands/deck.py, which reaches this module by name: the engine imports no ui) both call
 `deck_html`. Nothing here waits for the page's model: the sampling step's warpers are imported
 directly (transformers, as the CLI has them), not through ui.models.torch_side.
@@ -13,22 +13,22 @@ from __future__ import annotations
 import importlib
 
 from engine.schema.trace import Trace
-from viz import attention, decode, kv, speed
-from viz import lab as lab_viz
-from viz import reasoning as rviz
-from viz.cards import speed_figures
-from viz.deck import Slide, deck_html as write_deck
-from viz.facts import fill
+from viz.charts import attention, decode, kv, speed
+from viz.charts import lab as lab_viz
+from viz.charts import reasoning as rviz
+from viz.html.cards import speed_figures
+from viz.out.deck import Slide, deck_html as write_deck
+from viz.text.facts import fill
 from viz.fmt import device_name, fmt_bytes, fmt_ms, fmt_p, fmt_rate
-from viz.labels import label
-from viz.notice import notice_chart
-from viz.slides import chip_label, token_chips_chart
+from viz.text.labels import label
+from viz.charts.notice import notice_chart
+from viz.out.slides import chip_label, token_chips_chart
 
-from .i18n import STRINGS, facts
-from .views import first_readable_step, least_sure_step
-from viz import strings
-from .walkthrough import Walkthrough, recorded, verdict_md
-from .lab_tab import recorded_results
+from ui.i18n import STRINGS, facts
+from ui.views import first_readable_step, least_sure_step
+from viz.text import strings
+from ui.walkthrough import Walkthrough, recorded, verdict_md
+from ui.lab_tab import recorded_results
 
 
 def said(key: str, lang: str) -> str:
@@ -99,7 +99,7 @@ def step_slide(i: int, traces: dict[str, Trace], lab: dict | None, lang: str) ->
         sampling = importlib.import_module("engine.run.sampling")     # transformers' own warpers
         unsure = least_sure_step(example)
         rows = sampling.playground(example.steps[unsure].candidates, 1.0, 10, 0.9)
-        from viz.sampling import playground_chart
+        from viz.charts.sampling import playground_chart
         s.charts = [drawn(playground_chart, rows[:10], lang=lang, width=150)]
         s.numbers = [(label("deck_step", lang), str(unsure))]
     return s

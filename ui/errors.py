@@ -17,7 +17,7 @@ import uuid
 
 import gradio as gr
 
-from viz.strings import errors
+from viz.text.strings import errors
 
 log = logging.getLogger("token_by_token")
 ERRORS = errors()

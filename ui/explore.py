@@ -14,17 +14,17 @@ from engine.run.request import APP_DEFAULTS
 from engine.schema.specs import short_name
 from viz import html
 from viz.fmt import device_name
-from viz.tree import tree_html
+from viz.html.tree import tree_html
 
-from . import floor_tab, lab_tab, reasoning_tab, share
-from .profile_panel import ProfilePanel
-from .actions import Actions, status_md
-from .fork import ForkPanel, token_choices
-from .gpu import for_tokens, on_gpu, stop_cancels
-from .i18n import ASSETS, LANGS, t, text
-from .runs import ENGINE_CONCURRENCY
-from .walkthrough import recorded
-from .views import (AVERAGE, clamp, decode_view, head_choices, kv_view, least_sure_step, prefill_view,
+from ui import floor_tab, lab_tab, reasoning_tab, share
+from ui.profile_panel import ProfilePanel
+from ui.actions import Actions, status_md
+from ui.fork import ForkPanel, token_choices
+from ui.gpu import for_tokens, on_gpu, stop_cancels
+from ui.i18n import ASSETS, LANGS, t, text
+from ui.runs import ENGINE_CONCURRENCY
+from ui.walkthrough import recorded
+from ui.views import (AVERAGE, clamp, decode_view, head_choices, kv_view, least_sure_step, prefill_view,
                     sampling_view, speed_view, tokens_view, whole_word)
 
 CLICK_JS = """
@@ -119,7 +119,7 @@ class Explore:
 
         self.stale = gr.Markdown(visible=False, elem_id="stale")
         self.share_bar = share.explore_bar()      # link to this view, charts out, slides (ui/share.py)
-        with gr.Tabs() as self.chapters:
+        with gr.Tabs(elem_id="explore-chapters") as self.chapters:
             with gr.Tab(t("tab_tokens"), id="tokens"):
                 intro(0)
                 self.prompt_chips = gr.HTML(elem_id="prompt-chips", js_on_load=CLICK_JS)

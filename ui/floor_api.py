@@ -21,12 +21,12 @@ from engine.floor.figures import figures
 from engine.floor.workload import check
 from engine.schema.floor import SCHEDULERS, FloorSettings
 
-from .api import as_file, lang_of_caller, number_arg, text_arg
-from .errors import refuse, refused
-from .floor_tab import job
-from .gpu import on_gpu
-from .models import Models
-from .runs import KeptFiles, background
+from ui.api import as_file, lang_of_caller, number_arg, text_arg
+from ui.errors import refuse, refused
+from ui.floor_tab import job
+from ui.gpu import on_gpu
+from ui.models import Models
+from ui.runs import KeptFiles, background
 
 D = FloorSettings()
 

@@ -21,16 +21,16 @@ from engine.host import backroom
 from engine.schema.floor import ARRIVALS, SCHEDULERS, Floor, FloorSettings
 from engine.schema.floor_check import check_floor, read_floor
 from engine.schema.serial import from_plain
-from viz import floor as fv
+from viz.charts import floor as fv
 from viz.fmt import device_name
-from viz.labels import LABELS, label
+from viz.text.labels import LABELS, label
 
-from .errors import internal, message, say
-from .gpu import ZERO_GPU, on_gpu, stop_cancels
-from .lab_tab import lab_mode
-from .models import torch_side
-from .runs import KeptFiles, StopFlags, background
-from .uploads import read_upload
+from ui.errors import internal, message, say
+from ui.gpu import ZERO_GPU, on_gpu, stop_cancels
+from ui.lab_tab import lab_mode
+from ui.models import torch_side
+from ui.runs import KeptFiles, StopFlags, background
+from ui.uploads import read_upload
 
 RECORDED = Path(__file__).resolve().parent.parent / "assets" / "floor" / "recorded.json"
 D = FloorSettings()

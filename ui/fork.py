@@ -15,13 +15,14 @@ import gradio as gr
 
 from engine import EngineError
 from engine.schema.branches import ROOT, find, lineage, view
-from viz import html, verdicts
+from viz import html
+from viz.text import verdicts
 from viz.fmt import fmt_bytes, fmt_ms, fmt_p, visible
-from viz.tree import tree_html
+from viz.html.tree import tree_html
 
-from .errors import message, refused, say
-from .i18n import t, text
-from .models import torch_side
+from ui.errors import message, refused, say
+from ui.i18n import t, text
+from ui.models import torch_side
 
 TREE_CLICK_JS = """
 element.addEventListener('click', (e) => {

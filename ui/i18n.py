@@ -14,9 +14,9 @@ from pathlib import Path
 import gradio as gr
 
 from engine.served.load import LEVELS
-from viz import facts as page_facts
-from viz import strings
-from viz.strings import LANGS  # noqa: F401 (the one list of languages; re-exported)
+from viz.text import facts as page_facts
+from viz.text import strings
+from viz.text.strings import LANGS  # noqa: F401 (the one list of languages; re-exported)
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
@@ -24,7 +24,7 @@ ASSETS = Path(__file__).resolve().parent.parent / "assets"
 @lru_cache(maxsize=2)
 def facts(lang: str) -> dict[str, str]:
     """The numbers the fixed texts quote (`{prompt_tokens}`, `{kv_heads}`, `{floor}`, ...): from the
-    recording the page opens on, its model's config and the recorded lab (viz/facts.py), never
+    recording the page opens on, its model's config and the recorded lab (viz/text/facts.py), never
     written into the catalogue."""
     trace = json.loads((ASSETS / "traces" / f"{lang}-next.json").read_text(encoding="utf-8"))
     try:
@@ -36,7 +36,7 @@ def facts(lang: str) -> dict[str, str]:
             "load_levels": ("、" if lang == "zh" else ", ").join(map(str, LEVELS))}
 
 
-STRINGS = strings.page()     # assets/strings/page.json + walkthrough.json (viz/strings.py)
+STRINGS = strings.page()     # assets/strings/page.json + walkthrough.json (viz/text/strings.py)
 
 
 def _filled(lang: str) -> dict[str, str]:

@@ -21,18 +21,18 @@ from engine.host import backroom
 from engine import environment
 from engine.errors import EngineError
 from engine.schema.specs import EMBEDDED, PUBLIC_MODELS, short_name
-from viz import lab as charts
-from viz import lab_serving as serving
-from viz.facts import fill
+from viz.charts import lab as charts
+from viz.charts import lab_serving as serving
+from viz.text.facts import fill
 from viz.fmt import device_name
-from viz.labels import label
+from viz.text.labels import label
 
-from .errors import internal, message, say
-from .gpu import ZERO_GPU, on_gpu, stop_cancels
-from .i18n import facts
-from .models import torch_side
-from .runs import KeptFiles, StopFlags, background
-from .views import chart_or_notice
+from ui.errors import internal, message, say
+from ui.gpu import ZERO_GPU, on_gpu, stop_cancels
+from ui.i18n import facts
+from ui.models import torch_side
+from ui.runs import KeptFiles, StopFlags, background
+from ui.views import chart_or_notice
 
 
 

@@ -22,9 +22,9 @@ from engine.errors import EngineError
 from engine.environment import Limits
 from engine.schema.specs import EMBEDDED, short_name
 
-from .errors import internal, reference, refuse
-from .gpu import ZERO_GPU
-from .i18n import text
+from ui.errors import internal, reference, refuse
+from ui.gpu import ZERO_GPU
+from ui.i18n import text
 
 if TYPE_CHECKING:
     from engine.model.core import Engine

@@ -17,15 +17,15 @@ import gradio as gr
 
 from engine.errors import EngineError
 from engine.schema.trace import Trace
-from viz import profile as charts
+from viz.charts import profile as charts
 from viz.fmt import device_name
-from viz.notice import notice_chart
+from viz.charts.notice import notice_chart
 
-from .errors import refused
-from .gpu import on_gpu
-from .i18n import ASSETS, t, text
-from .models import torch_side
-from .runs import ENGINE_CONCURRENCY
+from ui.errors import refused
+from ui.gpu import on_gpu
+from ui.i18n import ASSETS, t, text
+from ui.models import torch_side
+from ui.runs import ENGINE_CONCURRENCY
 
 ENGINE = {"concurrency_limit": ENGINE_CONCURRENCY, "concurrency_id": "engine"}
 PRIVATE = {"api_visibility": "private"}

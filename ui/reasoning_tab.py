@@ -13,16 +13,17 @@ from engine import EngineError
 from engine.host import backroom
 from engine.run.side_by_side import interleave
 from engine.bench.evaluation import QUESTIONS, evaluate
-from viz import reasoning as rviz
+from viz import html
+from viz.charts import reasoning as rviz
 from viz.fmt import device_name
-from viz.labels import label
-from viz.notice import notice_chart
+from viz.text.labels import label
+from viz.charts.notice import notice_chart
 
-from .errors import refuse, refused
-from .gpu import ZERO_GPU, for_tokens, on_gpu, stop_cancels
-from .i18n import LANGS, t, text
-from .walkthrough import prompt_of, recorded, verdict_md
-from .runs import ENGINE_CONCURRENCY, STREAM_INTERVAL_S, KeptFiles, StopFlags, background
+from ui.errors import refuse, refused
+from ui.gpu import ZERO_GPU, for_tokens, on_gpu, stop_cancels
+from ui.i18n import LANGS, t, text
+from ui.walkthrough import prompt_of, recorded, verdict_md
+from ui.runs import ENGINE_CONCURRENCY, STREAM_INTERVAL_S, KeptFiles, StopFlags, background
 
 RECORDED = Path(__file__).resolve().parent.parent / "assets" / "eval" / "smollm2-cpu.json"
 # the examples are built-in questions (engine/bench/evaluation.py), so each one's answer is checked
@@ -46,7 +47,7 @@ class ReasoningTab:
                         continue
                     shown = time.monotonic()
                     chart = rviz.compare_timeline(normal, reasoning, lang) if finished else gr.skip()
-                    yield (rviz.reasoning_html(normal, lang), rviz.reasoning_html(reasoning, lang),
+                    yield (html.reasoning_html(normal, lang), html.reasoning_html(reasoning, lang),
                            gr.Dataframe(rviz.comparison_table(normal, reasoning, lang), visible=True),
                            gr.Plot(chart, visible=True) if finished else gr.skip(),
                            # a built-in question is checked against its answer (else nothing is said)
@@ -97,7 +98,7 @@ def recording_values(lang: str) -> tuple:
     normal, reasoning = rec["normal"], rec["reasoning"]
     source = text("r_recording", lang).format(prompt=normal.prompt.raw, date=normal.created[:10],
                                               device=device_name(normal.model.device))
-    return (rviz.reasoning_html(normal, lang), rviz.reasoning_html(reasoning, lang),
+    return (html.reasoning_html(normal, lang), html.reasoning_html(reasoning, lang),
             rviz.comparison_table(normal, reasoning, lang), rviz.compare_timeline(normal, reasoning, lang),
             f"{source}\n\n{verdict_md(normal, reasoning, lang)}")
 

@@ -31,10 +31,10 @@ from engine import EngineError
 from engine.host.shared_runs import store
 from engine.schema.branches import ROOT, view
 
-from .charts_out import chapter_files, plots_in
-from .errors import message, refused
-from .i18n import t, text
-from .views import clamp, decode_view, head_choices, sampling_view
+from ui.charts_out import chapter_files, plots_in
+from ui.errors import message, refused
+from ui.i18n import t, text
+from ui.views import clamp, decode_view, head_choices, sampling_view
 
 PRIVATE = {"api_visibility": "private"}
 RECORDING = "rec"
@@ -66,7 +66,7 @@ DECKS = Path(tempfile.mkdtemp(prefix="tbt-decks-"))
 
 def recorded(lang: str):
     """The walkthrough's recordings (imported here: ui/walkthrough.py lays out this module's bar)."""
-    from .walkthrough import recorded as recordings
+    from ui.walkthrough import recorded as recordings
     return recordings(lang)
 
 
@@ -145,7 +145,7 @@ class Share:
     # --- making a link ---------------------------------------------------------------------------
     def explore_link(self, chapter, tree, branch, trace, step, layer, head, query, d_layer, d_head, s_step,
                      temperature, top_k, top_p, seed, lang, present, base, _step) -> dict:
-        from .explore import is_recording
+        from ui.explore import is_recording
         if trace is None:
             return gr.skip()
         run = RECORDING if is_recording(trace) and not (tree and tree.branches) else keep(tree or trace, lang)
@@ -272,7 +272,7 @@ class Share:
 
     @staticmethod
     def deck_file(traces, lang: str, live: bool) -> dict:
-        from .deck import deck_html
+        from ui.deck import deck_html
         folder = DECKS / uuid.uuid4().hex[:12]
         folder.mkdir(parents=True)
         path = folder / f"token-by-token-{lang}.html"
@@ -280,7 +280,7 @@ class Share:
         return gr.update(value=[str(path)], visible=True)
 
     def explore_deck(self, trace, lang):
-        from .explore import is_recording
+        from ui.explore import is_recording
         if trace is None or is_recording(trace):
             return self.deck_file(None, lang, live=False)
         return self.deck_file({"next": trace}, lang, live=True)

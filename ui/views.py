@@ -10,12 +10,13 @@ import gradio as gr
 
 from engine.schema.specs import kv_projection
 from engine.schema.trace import Trace
-from viz import attention, decode, html, kv, sampling, speed
+from viz.charts import attention, decode, kv, sampling, speed
+from viz import html
 from viz.fmt import HEX_FRAGMENT
-from viz.labels import label
-from viz.notice import notice_chart
+from viz.text.labels import label
+from viz.charts.notice import notice_chart
 
-from .models import torch_side
+from ui.models import torch_side
 
 AVERAGE = "average"
 
@@ -155,4 +156,4 @@ def sampling_view(trace: Trace, step, temperature, top_k, top_p, seed, lang: str
                          "top_p": trace.settings.top_p, "kept": run.kept_tokens, "mass": run.kept_mass,
                          "forced": run.forced, "vocab": trace.model.vocab_size}}
     return (chart_or_notice(sampling.playground_chart, rows, lang=lang),
-            sampling.survivors_html(rows, settings, lang=lang))
+            html.survivors_html(rows, settings, lang=lang))

@@ -18,27 +18,28 @@ from engine import EngineError
 from engine.bench.evaluation import QUESTIONS, answer_text, answered, last_answer, matches, read_answer
 from engine.run.side_by_side import interleave
 from engine.schema.trace import Settings, Trace
-from viz import attention, decode, html, kv, speed
-from viz import reasoning as rviz
-from viz import lab as lab_viz
-from viz import floor as floor_viz
-from viz import profile as profile_viz
-from viz import strings, verdicts
+from viz.charts import attention, decode, kv, speed
+from viz import html
+from viz.charts import reasoning as rviz
+from viz.charts import lab as lab_viz
+from viz.charts import floor as floor_viz
+from viz.charts import profile as profile_viz
+from viz.text import strings, verdicts
 from viz.fmt import device_name
-from viz.labels import label
-from viz.sampling import playground_chart
-from viz.theme import presentable
+from viz.text.labels import label
+from viz.charts.sampling import playground_chart
+from viz.charts.theme import presentable
 
-from .errors import refused
-from .gpu import on_gpu
-from .i18n import ASSETS, STRINGS, t, text
-from . import share
-from .floor_tab import recorded as recorded_floor
-from .profile_panel import recorded as recorded_profile
-from .lab_tab import recorded_results
-from .models import torch_side
-from .runs import ENGINE_CONCURRENCY
-from .views import chart_or_notice, first_readable_step, least_sure_step
+from ui.errors import refused
+from ui.gpu import on_gpu
+from ui.i18n import ASSETS, STRINGS, t, text
+from ui import share
+from ui.floor_tab import recorded as recorded_floor
+from ui.profile_panel import recorded as recorded_profile
+from ui.lab_tab import recorded_results
+from ui.models import torch_side
+from ui.runs import ENGINE_CONCURRENCY
+from ui.views import chart_or_notice, first_readable_step, least_sure_step
 
 STEPS = 10
 KEYS_JS = """
@@ -59,7 +60,7 @@ LIVE_REDRAW_S = 0.5                  # how often a live run redraws the charts i
 # chart heights (px) on a projector, per step: shorter where the step shows more under its chart
 PRESENT_HEIGHTS = {1: 250, 2: 250, 3: 200, 4: 110, 5: 230, 6: 118, 7: 230, 8: 200, 9: 230}
 # the visual's box at 1280 px, the width a chart takes whole, its axes and legend included
-# (viz.theme.presentable); the sampling step's four panels share it beside their token labels
+# (viz.charts.theme.presentable); the sampling step's four panels share it beside their token labels
 BOX_WIDTH = 664         # 686 px there, less the chart's own padding
 PANEL_WIDTH = {True: 118, False: 132}      # presenter (larger labels), normal
 LAB_STEP = 5                         # the step that shows the lab's recording, even after a live run
@@ -172,8 +173,8 @@ class Walkthrough:
             lab = recorded_results()
             return [draw(self.lab_chart, lab), self.weights_md(lab, lang, present)]
         if i == 6:
-            return [draw(rviz.compare_timeline, normal, reasoning), rviz.reasoning_html(normal, lang),
-                    rviz.reasoning_html(reasoning, lang),
+            return [draw(rviz.compare_timeline, normal, reasoning), html.reasoning_html(normal, lang),
+                    html.reasoning_html(reasoning, lang),
                     verdict_md(normal, reasoning, lang, brief=present) if normal.summary and reasoning.summary else ""]
         if i == PROFILE_STEP:     # the recording's profile (Explore → 5 profiles the visitor's own run)
             profile = recorded_profile(lang)

@@ -23,7 +23,9 @@ import numpy as np
 from engine.schema.packed import PackedRows
 from engine.schema.trace import Attention, PromptToken, Trace
 
-from . import attention, html
+from viz.charts import attention
+
+from viz import html
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 TRACES = ("trace_zh.json", "trace_en_sampled.json")

@@ -10,7 +10,7 @@ import html
 import math
 import re
 
-from .labels import label
+from viz.text.labels import label
 
 DASH = "—"  # shown where a value was not measured (yet)
 

@@ -12,8 +12,8 @@ import pandas as pd
 
 from engine.schema.trace import Attention, Step, Trace
 
-from .fmt import short, visible
-from .labels import label
+from viz.fmt import short, visible
+from viz.text.labels import label
 
 MIN_WEIGHT = 1e-3  # attention cells below this are not drawn (keeps a 256-token map small)
 

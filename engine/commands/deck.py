@@ -1,6 +1,6 @@
 """`python -m engine deck`: the walkthrough as one offline HTML file, from a recording or a trace.
 
-The deck is drawn by the page's side (ui/deck.py picks each step's charts, viz/deck.py writes the
+The deck is drawn by the page's side (ui/deck.py picks each step's charts, viz/out/deck.py writes the
 file), which the engine must not import (tests/unit/test_boundaries.py). This command reaches it by
 module name at run time: the one documented exception, listed by name in that test, so the
 boundary is not weakened silently.

@@ -86,7 +86,7 @@ CONTEXTS = (4096, 32768, 131072)
 def kv_projection(info: ModelInfo, contexts=CONTEXTS, bytes_per_value: int = 2) -> list[dict]:
     """KV bytes per sequence at each context for the loaded model (its own dtype) and the public
     models (bf16). These are projections from the formula, not measurements. `own` marks the loaded
-    model's rows; the page names them in its language (viz/kv.py)."""
+    model's rows; the page names them in its language (viz/charts/kv.py)."""
     rows = []
     for ctx in contexts:
         rows.append({"model": short_name(info.id), "own": True, "dtype": info.dtype,

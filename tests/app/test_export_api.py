@@ -7,7 +7,7 @@ import pytest
 from gradio_client import Client, handle_file
 
 from tests.paths import ROOT
-from viz.labels import label
+from viz.text.labels import label
 
 TRACE = str(ROOT / "assets" / "traces" / "zh-next.json")
 

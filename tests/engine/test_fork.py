@@ -16,7 +16,7 @@ import torch
 from engine import InvalidRequest, Settings, Trace, TraceFormatError, run_trace
 from engine.schema.branches import ROOT, lineage, view
 from engine.run.fork import measure_recompute, run_fork
-from viz.tree import tree_html
+from viz.html.tree import tree_html
 from engine.schema.validate import validate
 
 PROMPT = "Xiao Ming went to the supermarket and bought some apples. Then he"

@@ -18,7 +18,7 @@ from engine.lab import run_lab
 from engine.lab import kernels, kv_cache, roofline, speculative, weights
 from engine.lab.measure import peak_bytes, spread
 from engine.schema.trace import Settings
-from viz.labels import label
+from viz.text.labels import label
 from tests.waits import inside, wait_until
 
 
@@ -375,7 +375,7 @@ def test_verify_rows(quick):
 
 
 def test_serving_charts_and_tables_in_both_languages(quick):
-    from viz import lab_serving
+    from viz.charts import lab_serving
     result = {k: v for k, v in quick.items() if not k.startswith("_")}
     for lang in ("en", "zh"):
         for chart in (lab_serving.batching_chart, lab_serving.verify_chart, lab_serving.speculative_chart):

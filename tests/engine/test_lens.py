@@ -75,7 +75,7 @@ def test_a_trace_of_another_model_is_left_alone(engine, run_and_reference):
 
 def test_a_run_keeps_states_up_to_the_hosts_cap(engine):
     import dataclasses
-    from viz.decode import lens_chart
+    from viz.charts.decode import lens_chart
     per_step = 4 * (engine.info.layers - 1) * engine.info.hidden_size
     before = engine.limits
     engine.limits = dataclasses.replace(before, lens_max_bytes=3 * per_step)   # room for three steps

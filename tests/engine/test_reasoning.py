@@ -138,7 +138,7 @@ def test_wilson_interval():
 
 
 def test_a_run_that_never_answers_is_counted_apart():
-    from viz.reasoning import eval_reading
+    from viz.charts.reasoning import eval_reading
     result = {"budgets": [
         {"budget": 0, "questions": 20, "correct": 0, "accuracy": 0.0, "ci95": list(wilson(0, 20)),
          "answered": 20, "never_answered": 0},

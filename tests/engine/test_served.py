@@ -226,8 +226,9 @@ def test_a_stream_without_token_ids_needs_the_models_tokenizer(hostile, engine):
 def test_the_chapters_say_what_a_server_hides(hostile):
     """Attention, the lens and the cache stay on the server: the views say so instead of drawing
     zeros; the server's probabilities are one distribution; the speed cards are the client's."""
-    from viz import cards, decode, kv, speed
-    from viz.attention import heatmap
+    from viz.html import cards
+    from viz.charts import decode, kv, speed
+    from viz.charts.attention import heatmap
     trace = run(at(hostile, "good"), max_new_tokens=3)
     for draw in (lambda: heatmap(trace, 0, None, lang="en"), lambda: decode.lens_chart(trace, 0, lang="en")):
         with pytest.raises(ValueError, match="does not expose attention"):
@@ -245,7 +246,7 @@ def test_the_chapters_say_what_a_server_hides(hostile):
 
 
 def test_a_served_trace_with_the_models_config_draws_the_kv_formula_only(hostile, engine):
-    from viz import kv
+    from viz.charts import kv
     trace = run(at(hostile, "fixture-ollama_generate.ndjson", token_ids=False, api="ollama"), max_new_tokens=8,
                 local=engine)
     chart = kv.kv_growth_chart(trace, lang="en").to_dict()

@@ -8,10 +8,11 @@ import pytest
 
 from engine.schema.trace import Trace
 from tests.paths import ROOT
-from viz import decode, export, speed
-from viz.deck import CSP, Slide, deck_html
-from viz.labels import label
-from viz.slides import speed_cards_chart, text_width, token_chips_chart, wrap
+from viz.charts import decode, speed
+from viz.out import export
+from viz.out.deck import CSP, Slide, deck_html
+from viz.text.labels import label
+from viz.out.slides import speed_cards_chart, text_width, token_chips_chart, wrap
 
 
 def recording(lang: str) -> Trace:

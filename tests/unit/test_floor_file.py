@@ -13,8 +13,8 @@ from engine.floor.workload import arrivals, check
 from engine.schema.floor import FloorSettings
 from engine.schema.floor_check import read_floor
 from tests.paths import ROOT
-from viz import floor as fv
-from viz.labels import label
+from viz.charts import floor as fv
+from viz.text.labels import label
 
 RECORDED = (ROOT / "assets" / "floor" / "recorded.json").read_text(encoding="utf-8")
 PER_TOKEN = 46_080          # SmolLM2-135M in fp32: 30 layers × 2 (K and V) × 3 KV heads × 64 × 4 bytes

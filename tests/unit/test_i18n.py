@@ -6,8 +6,8 @@ import re
 import pytest
 
 from ui.i18n import I18N, STRINGS, lang_of, t
-from viz import strings
-from viz.labels import LABELS
+from viz.text import strings
+from viz.text.labels import LABELS
 from tests.paths import ROOT
 
 ERRORS = strings.errors()

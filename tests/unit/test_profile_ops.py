@@ -1,5 +1,5 @@
 """The profile's arithmetic (engine/profile/ops.py) against a hand calculation for SmolLM2-135M, and its
-charts (viz/profile.py) from the recorded profile, in both languages."""
+charts (viz/charts/profile.py) from the recorded profile, in both languages."""
 
 import json
 
@@ -7,7 +7,7 @@ import pytest
 
 from engine.profile.ops import LAYER_OPS, Dims, bound, layer_costs, model_costs, predicted
 from tests.paths import ROOT
-from viz import profile as charts
+from viz.charts import profile as charts
 
 # SmolLM2-135M's config: 30 layers, hidden 576, 9 heads of 64, 3 KV heads, MLP 1536, vocabulary 49,152
 SMOL = Dims(layers=30, hidden=576, heads=9, kv_heads=3, head_dim=64, intermediate=1536, vocab=49152)

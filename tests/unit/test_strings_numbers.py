@@ -8,8 +8,8 @@ import re
 import pytest
 
 from ui.i18n import I18N, STRINGS, facts
-from viz import strings
-from viz.facts import fill, fmt_count
+from viz.text import strings
+from viz.text.facts import fill, fmt_count
 
 TEXTS = strings.every_text()
 PLACEHOLDER = re.compile(r"\{\w+(?:[:!][^{}]*)?\}")   # {n}, {ms:.0f}
@@ -123,7 +123,7 @@ def test_a_projector_gets_the_narration_and_the_page_the_details():
 def test_the_tokens_chapter_counts_the_template_only_when_one_was_applied():
     """The recording is raw text: its Tokens chapter must not speak of a chat template."""
     from ui.walkthrough import recorded
-    from viz.chips import prompt_html
+    from viz.html.chips import prompt_html
     for lang in ("en", "zh"):
         trace = recorded(lang)["next"]
         assert not trace.settings.chat_template

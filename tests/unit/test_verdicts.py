@@ -1,4 +1,4 @@
-"""Every comparative sentence flips with its figure (viz/verdicts.py): each verdict is fed a
+"""Every comparative sentence flips with its figure (viz/text/verdicts.py): each verdict is fed a
 recording where its claim holds and the same recording with the numbers changed so that it does
 not, and the words change, in English and in Chinese, while the numbers said are the figure's."""
 
@@ -8,9 +8,10 @@ import json
 import pytest
 
 from engine.bench.evaluation import QUESTIONS, last_answer, matches, read_answer, wilson
-from viz import lab, lab_serving, verdicts
+from viz.charts import lab, lab_serving
+from viz.text import verdicts
 from viz.fmt import fmt_ms
-from viz.labels import LABELS, label
+from viz.text.labels import LABELS, label
 from tests.paths import ROOT
 
 LAB = json.loads((ROOT / "assets" / "lab" / "recorded.json").read_text(encoding="utf-8"))

@@ -9,8 +9,8 @@ import altair as alt
 import pytest
 
 from tests.unit.test_viz_data import TRACES, load, long_prompt_trace, playground_rows
-from viz import attention, decode, kv, sampling, speed
-from viz.labels import label
+from viz.charts import attention, decode, kv, sampling, speed
+from viz.text.labels import label
 
 CASES = [(name, lang) for name in TRACES for lang in ("en", "zh")]
 

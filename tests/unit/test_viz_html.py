@@ -12,7 +12,7 @@ from engine.schema.trace import Trace
 from tests.unit.test_viz_data import EVIL, TRACES, hostile, load, playground_rows
 from viz import html as views
 from viz.fmt import fmt_p
-from viz.labels import label
+from viz.text.labels import label
 
 
 def every_html(t: Trace, lang: str) -> list[str]:
@@ -166,7 +166,7 @@ def test_output_reads_as_prose_with_the_byte_pieces_behind_each_character():
 
 
 def test_a_card_figure_keeps_its_number_and_unit_on_one_line():
-    from viz.cards import quantity_html
+    from viz.html.cards import quantity_html
     assert quantity_html("0.717 tok/s") == '<span class="tbt-qty">0.717<span class="tbt-unit"> tok/s</span></span>'
     zh = quantity_html("8.8 token/秒")
     assert zh.startswith('<span class="tbt-qty">8.8<span class="tbt-unit">') and zh.count("tbt-qty") == 1
@@ -178,7 +178,7 @@ def test_a_card_figure_keeps_its_number_and_unit_on_one_line():
 
 @pytest.mark.parametrize("n", range(1, 10))
 def test_the_card_rows_are_balanced_at_every_width(n):
-    from viz.cards import ROW_MOST, balanced_rows, cards_grid
+    from viz.html.cards import ROW_MOST, balanced_rows, cards_grid
     for most in ROW_MOST.values():
         rows = balanced_rows(n, most)
         assert sum(rows) == n and max(rows) <= most and max(rows) - min(rows) <= 1

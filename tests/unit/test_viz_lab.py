@@ -7,8 +7,8 @@ import json
 import pandas as pd
 import pytest
 
-from viz import lab
-from viz.labels import LABELS, label
+from viz.charts import lab
+from viz.text.labels import LABELS, label
 from tests.paths import ROOT, FIXTURES
 
 FIXTURE = FIXTURES / "lab_quick.json"

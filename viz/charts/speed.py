@@ -7,11 +7,11 @@ import pandas as pd
 
 from engine.schema.trace import Trace
 
-from . import frames
-from .fmt import fmt_ms, wrap_lines
-from .labels import label
-from .theme import BLUE, GREY, INK, ORANGE, PURPLE
-from . import verdicts
+from viz import frames
+from viz.fmt import fmt_ms, wrap_lines
+from viz.text.labels import label
+from viz.charts.theme import BLUE, GREY, INK, ORANGE, PURPLE
+from viz.text import verdicts
 
 
 def _phase_scale(lang: str, thinking: bool = True, first: str | None = None) -> tuple[list[str], alt.Scale]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .fmt import fmt_ms
-from .labels import label
-from .theme import BLUE, GREY, ORANGE
+from viz.fmt import fmt_ms
+from viz.text.labels import label
+from viz.charts.theme import BLUE, GREY, ORANGE
 
 
 def load_chart(result: dict, lang: str = "en") -> alt.HConcatChart:

@@ -2,7 +2,7 @@
 
 Every string that came from a trace is escaped with `esc` (html.escape, quote=True) before it
 touches the page, in text and in attributes alike: a prompt may hold `<script>` or `onerror=`.
-Styles live in `viz.css.CSS`; the only inline style is a colour picked from a fixed palette.
+Styles live in `viz.html.css.CSS`; the only inline style is a colour picked from a fixed palette.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import math
 
 from engine.schema.trace import STOP_REASONS, PromptToken, Step, Trace
 
-from .fmt import HEX_FRAGMENT, WHITESPACE_SIGNS, esc, fmt_p, visible
-from .labels import label
+from viz.fmt import HEX_FRAGMENT, WHITESPACE_SIGNS, esc, fmt_p, visible
+from viz.text.labels import label
 
 PALETTE = ("#fde2b3", "#c9e4ff", "#d4f1d0", "#f9d0e0", "#e3d7fb",
            "#fff1a8", "#cdeff0", "#ffd8c2", "#dfe8c4", "#eadfd0")

@@ -97,7 +97,7 @@ CSS = """
 # only style, @media, @keyframes and @font-face rules, so a container query would be dropped. The
 # app puts these in the page's <head> (app.py), where they apply as written.
 # The speed cards: 12 columns, each card spanning 12 / (cards in its row), the rows balanced for
-# the grid's own width (viz/cards.py cards_grid sets --span-wide/-mid/-narrow): 7 cards are 4 + 3
+# the grid's own width (viz/html/cards.py cards_grid sets --span-wide/-mid/-narrow): 7 cards are 4 + 3
 # or 3 + 2 + 2, never 6 + 1; on a phone, one card a row.
 HEAD_CSS = """
 .tbt-cards > .tbt-card { grid-column: span var(--span-wide, 3); min-width: 0; }

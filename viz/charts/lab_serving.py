@@ -10,11 +10,11 @@ import pandas as pd
 
 from engine.schema.specs import short_name
 
-from .fmt import fmt_ms
-from .lab import _partial_note, _ratio, section
-from .labels import label
-from .theme import BLUE, GREY, INK, ORANGE
-from . import verdicts
+from viz.fmt import fmt_ms
+from viz.charts.lab import _partial_note, _ratio, section
+from viz.text.labels import label
+from viz.charts.theme import BLUE, GREY, INK, ORANGE
+from viz.text import verdicts
 
 PALE = "#e3e6eb"      # drafted past the end of the output: never judged
 

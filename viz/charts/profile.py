@@ -15,9 +15,9 @@ import math
 import altair as alt
 import pandas as pd
 
-from .fmt import fmt_ms, wrap_lines
-from .labels import label
-from .theme import BLUE, GREY, INK, ORANGE, PURPLE
+from viz.fmt import fmt_ms, wrap_lines
+from viz.text.labels import label
+from viz.charts.theme import BLUE, GREY, INK, ORANGE, PURPLE
 
 PASS_OPS = ("embed", "rope_tables", "input_norm", "q_proj", "k_proj", "v_proj", "attention", "o_proj", "post_norm",
             "gate_proj", "up_proj", "act_mul", "down_proj", "residual", "final_norm", "lm_head", "other", "sampling",

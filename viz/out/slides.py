@@ -1,9 +1,9 @@
 """The page's HTML cards as charts, so they can be images without a browser.
 
-The speed cards and the token chips are HTML on the page (viz/cards.py, viz/chips.py). A slide
+The speed cards and the token chips are HTML on the page (viz/html/cards.py, viz/html/chips.py). A slide
 or a paper wants them as a picture; rendering HTML needs a browser, and the server has none. So the
 same figures are drawn here as a Vega-Lite chart of rectangles and text at pixel positions
-(`scale: null`), which vl-convert turns into SVG or PNG like any other chart (viz/export.py). The
+(`scale: null`), which vl-convert turns into SVG or PNG like any other chart (viz/out/export.py). The
 figures come from the same functions the HTML uses (cards.speed_figures, the trace's own tokens),
 so the picture and the page never disagree.
 """
@@ -17,11 +17,11 @@ import pandas as pd
 
 from engine.schema.trace import Trace
 
-from .cards import speed_figures
-from .chips import PALETTE, token_groups
-from .fmt import HEX_FRAGMENT, WHITESPACE_SIGNS, device_name, visible
-from .labels import label
-from .theme import FONT, INK, MONO
+from viz.html.cards import speed_figures
+from viz.html.chips import PALETTE, token_groups
+from viz.fmt import HEX_FRAGMENT, WHITESPACE_SIGNS, device_name, visible
+from viz.text.labels import label
+from viz.charts.theme import FONT, INK, MONO
 
 WIDTH = 1200                  # the drawing's width in px (a 16:9 slide is 1280 wide with margins)
 
@@ -122,7 +122,7 @@ def chip_label(text: str) -> str:
 def token_chips_chart(trace: Trace, lang: str = "en", selected: int | None = None) -> alt.LayerChart:
     """The prompt as the model reads it: one chip per token (its text, its id under it), in the
     page's colours, wrapped into lines; special tokens dark; byte pieces of a character sit in a
-    box under the character they form, as on the page (viz/chips.py)."""
+    box under the character they form, as on the page (viz/html/chips.py)."""
     prompt = trace.prompt
     tokens, chars = prompt.tokens, prompt.templated
     size, id_size, gap, pad = 20, 13, 6, 8

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 
-from .fmt import fmt_bytes, fmt_ms
-from .labels import label
+from viz.fmt import fmt_bytes, fmt_ms
+from viz.text.labels import label
 
 SAME_SIZE = 0.05        # two sizes within 5 % are "about the same" (a byte count has no spread)
 ONE_RUN = 0.10          # two single measurements within 10 % are "about the same"

@@ -14,11 +14,11 @@ import re
 import altair as alt
 import pandas as pd
 
-from .fmt import DASH, fmt_bytes, fmt_ms
-from .kv import BYTES_LABEL, _powers_of_two
-from .labels import LABELS, label
-from .theme import BLUE, INK, ORANGE
-from . import verdicts
+from viz.fmt import DASH, fmt_bytes, fmt_ms
+from viz.charts.kv import BYTES_LABEL, _powers_of_two
+from viz.text.labels import LABELS, label
+from viz.charts.theme import BLUE, INK, ORANGE
+from viz.text import verdicts
 
 FORMAT_NAMES = {"fp32": "fp32", "bf16": "bf16", "int8": "int8 (LLM.int8)", "bf16-int8": "int8 weight-only (bf16)"}
 

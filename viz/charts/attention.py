@@ -10,9 +10,9 @@ import altair as alt
 
 from engine.schema.trace import Trace
 
-from . import frames
-from .labels import label
-from .theme import BLUE, GREY, INK, MONO, ORANGE
+from viz import frames
+from viz.text.labels import label
+from viz.charts.theme import BLUE, GREY, INK, MONO, ORANGE
 
 
 def _which(trace: Trace, layer: int, head: int | None, lang: str) -> str:

@@ -1,7 +1,7 @@
 """The walkthrough as one self-contained HTML file: slides for a talk without network or server.
 
 Pure assembly: the caller (ui/deck.py) picks each step's charts and text; this module writes the
-page. Everything is inside the file: charts as inline SVG (vl-convert, viz/export.py), the styles,
+page. Everything is inside the file: charts as inline SVG (vl-convert, viz/out/export.py), the styles,
 the key handling. A Content-Security-Policy forbids any request (no font, image or script from a
 host; a chart's link could not load either), so what opens from disk is what was written.
 
@@ -16,7 +16,7 @@ from html import escape
 
 from markdown_it import MarkdownIt
 
-from .export import inline_svg, slide
+from viz.out.export import inline_svg, slide
 
 # No request may leave the file: styles and the script are inline, charts are inline SVG.
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "

@@ -60,7 +60,7 @@ def presentable(chart, size: tuple[int, int] | None = None, big: bool = False):
     The width is the whole chart's, its axes, legend and title included (Vega's "fit-x"): the plot
     takes what they leave, so a long token label or a legend title never pushes the chart past its
     box, where the page would cut it ("efill attention…"). The height is the plot's own. A faceted
-    chart sizes its panels itself (e.g. viz.sampling.playground_chart's `width`)."""
+    chart sizes its panels itself (e.g. viz.charts.sampling.playground_chart's `width`)."""
     if size is not None and isinstance(chart, (alt.Chart, alt.LayerChart)):
         chart = chart.properties(width=size[0], height=size[1],
                                  autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))

@@ -8,10 +8,10 @@ import pandas as pd
 
 from engine.schema.trace import Trace
 
-from . import frames
-from .fmt import bytes_unit, fmt_bytes
-from .labels import label
-from .theme import BLUE, INK, ORANGE
+from viz import frames
+from viz.fmt import bytes_unit, fmt_bytes
+from viz.text.labels import label
+from viz.charts.theme import BLUE, INK, ORANGE
 
 # Vega expression that writes a byte count with a binary unit, for log axes spanning MiB..TiB.
 BYTES_LABEL = ("datum.value >= 1099511627776 ? format(datum.value / 1099511627776, '~g') + ' TiB' : "

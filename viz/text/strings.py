@@ -6,7 +6,7 @@
                                      "charts", "lab", "reasoning"; keys unique across them)
     assets/strings/verdicts.json     sentences that say what a figure shows (sections by chapter,
                                      merged with charts.json): each claim and its opposite, chosen
-                                     from the figure (viz/verdicts.py)
+                                     from the figure (viz/text/verdicts.py)
     assets/strings/floor.json        what the serving floor's charts and sentences say (merged like charts.json)
     assets/strings/errors.json       what a visitor reads when something is refused (err_<key>:
                                      an EngineError's `key`, or a refusal of ui/; ui/errors.py)
@@ -22,7 +22,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-FOLDER = Path(__file__).resolve().parent.parent / "assets" / "strings"
+FOLDER = Path(__file__).resolve().parents[2] / "assets" / "strings"
 LANGS = ("en", "zh")
 
 

@@ -9,11 +9,11 @@ import re
 
 from engine.schema.trace import Trace
 
-from .chips import chip_text, stop_text
-from .fmt import esc, fmt_bytes, fmt_ms, fmt_nats, fmt_p, fmt_rate, visible
-from .frames import step_of
-from .labels import label
-from . import verdicts
+from viz.html.chips import chip_text, stop_text
+from viz.fmt import esc, fmt_bytes, fmt_ms, fmt_nats, fmt_p, fmt_rate, visible
+from viz.frames import step_of
+from viz.text.labels import label
+from viz.text import verdicts
 
 
 def _facts(rows: list[tuple[str, str]]) -> str:
@@ -88,7 +88,7 @@ def _served_step(trace: Trace, s, phase: str, lang: str) -> str:
 
 NUMBER = re.compile(r"(?<![A-Za-z\d])(\d[\d,.]*)")     # a figure, not the 95 of "p95"
 CARD_COLUMNS = 12         # the card grid's columns: each card spans 12 / (cards in its row)
-ROW_MOST = {"wide": 4, "mid": 3, "narrow": 1}      # cards in a row, by the grid's width (viz/css.py)
+ROW_MOST = {"wide": 4, "mid": 3, "narrow": 1}      # cards in a row, by the grid's width (viz/html/css.py)
 
 
 def quantity_html(value: str) -> str:
@@ -160,7 +160,7 @@ def speed_html(trace: Trace, lang: str = "en", compact: bool = False) -> str:
 
 def speed_figures(trace: Trace, lang: str = "en", compact: bool = False) -> tuple[list[tuple[str, str, str, str]], str]:
     """The speed cards' figures, (name, value, definition, note) each, and the line under them:
-    what speed_html draws as HTML and viz/slides.py as a chart (an image without a browser)."""
+    what speed_html draws as HTML and viz/out/slides.py as a chart (an image without a browser)."""
     if trace.served:
         return served_speed_figures(trace, lang, compact)
     summary, steps, prefill = trace.summary, trace.steps, trace.prefill

@@ -13,9 +13,9 @@ import pandas as pd
 
 from engine.schema.floor import MODES, Floor
 
-from .fmt import fmt_bytes, fmt_ms
-from .labels import label
-from .theme import BLUE, GREY, INK, ORANGE, PURPLE
+from viz.fmt import fmt_bytes, fmt_ms
+from viz.text.labels import label
+from viz.charts.theme import BLUE, GREY, INK, ORANGE, PURPLE
 
 KINDS = ("waiting", "prefill", "decoding")
 OWN_BLUES = ["#3a6fd8", "#6b93e3", "#2d58b0", "#9bb6ec", "#1f3f80", "#5277c9", "#84a4e6", "#3a5fa8"]

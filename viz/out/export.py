@@ -6,7 +6,7 @@ page's language) becomes an SVG (text stays text: searchable, editable, crisp at
 PNG. Fonts are the system's: Chinese needs a CJK face (Debian's fonts-noto-cjk), as the page does.
 
 `slide` fits a chart to a 16:9 slide (1280 x 720 CSS pixels, PNG at 1.5x = 1920 x 1080) with the
-projector's type sizes (viz.theme.presentable's `big`).
+projector's type sizes (viz.charts.theme.presentable's `big`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import vl_convert
 
 SLIDE = (1280, 720)
 PNG_SCALE = 1.5              # 1280 x 720 -> 1920 x 1080 pixels
-# the projector's type (viz.theme.presentable, big=True), a little larger for a whole slide
+# the projector's type (viz.charts.theme.presentable, big=True), a little larger for a whole slide
 BIG = {"axis": {"labelFontSize": 20, "titleFontSize": 22, "labelColor": "#000", "titleColor": "#000"},
        "legend": {"labelFontSize": 20, "titleFontSize": 22},
        "header": {"labelFontSize": 20, "titleFontSize": 22},
@@ -45,7 +45,7 @@ def spec_of(chart) -> dict:
 def slide(chart, size: tuple[int, int] = SLIDE, big: bool = True, fit: bool = True) -> dict:
     """The chart's spec fitted to `size` (a single view or a layer: exactly, its title and axes
     included; a composition keeps its panels' sizes) with the projector's type when `big`.
-    `fit=False` keeps the chart's own size (a drawing in pixels: viz/slides.py)."""
+    `fit=False` keeps the chart's own size (a drawing in pixels: viz/out/slides.py)."""
     spec = spec_of(chart)
     if fit and not any(k in spec for k in COMPOSED):
         spec.update(width=size[0], height=size[1], autosize={"type": "fit", "contains": "padding"})

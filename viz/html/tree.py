@@ -12,9 +12,9 @@ from __future__ import annotations
 from engine.schema.branches import ROOT, lineage, log_p
 from engine.schema.trace import Trace
 
-from .chips import chip_text, p_colour
-from .fmt import esc, fmt_p
-from .labels import label
+from viz.html.chips import chip_text, p_colour
+from viz.fmt import esc, fmt_p
+from viz.text.labels import label
 
 
 def _name(branch_id: str, lang: str) -> str:

@@ -1,5 +1,5 @@
 """Every word viz puts on screen, in English and Simplified Chinese (from the string catalogue,
-assets/strings/charts.json; see viz/strings.py).
+assets/strings/charts.json; see viz/text/strings.py).
 
 `label(key, lang, **values)` looks a key up and fills `{placeholders}`; an unknown language falls
 back to English, an unknown key is a bug (KeyError). A test checks that every key has both.
@@ -7,7 +7,7 @@ back to English, an unknown key is a bug (KeyError). A test checks that every ke
 
 from __future__ import annotations
 
-from .strings import LANGS, charts  # noqa: F401 (LANGS: re-exported)
+from viz.text.strings import LANGS, charts  # noqa: F401 (LANGS: re-exported)
 
 LABELS: dict[str, dict[str, str]] = charts()
 

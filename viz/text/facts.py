@@ -13,8 +13,8 @@ import re
 
 from engine.schema.specs import CONTEXTS, PUBLIC_MODELS, kv_bytes
 
-from .fmt import DASH, fmt_bytes, fmt_ms
-from .frames import MIN_WEIGHT, context_name
+from viz.fmt import DASH, fmt_bytes, fmt_ms
+from viz.frames import MIN_WEIGHT, context_name
 
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 

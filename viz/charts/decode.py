@@ -7,10 +7,10 @@ import pandas as pd
 
 from engine.schema.trace import Trace
 
-from . import frames
-from .fmt import fmt_p, visible
-from .labels import label
-from .theme import BLUE, INK, MONO, ORANGE
+from viz import frames
+from viz.fmt import fmt_p, visible
+from viz.text.labels import label
+from viz.charts.theme import BLUE, INK, MONO, ORANGE
 
 LENS_SAME, LENS_OTHER = "#f5b97f", "#c9d8f5"  # light tints so the guess text stays readable on them
 
