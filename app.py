@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from pathlib import Path
 
 from engine import environment
 
@@ -38,19 +37,18 @@ from engine.environment import Limits
 from engine.served import Endpoint, endpoints_from_env
 from engine.schema.specs import short_name
 from engine.schema.trace import ModelInfo
-from ui import walkthrough
-from ui.actions import Actions
-from ui.api import Api
-from ui.floor_api import FloorApi
-from ui.explore import Explore
-from ui.i18n import I18N, LANG_SYNC_JS, lang_of, t, text
-from ui.models import Models, allowed_from_env
-from ui.share import LANG_JS as LINK_LANG_JS, Share
-from ui.fonts import font_css, theme
+from ui.walkthrough import tab as walkthrough
+from ui.chapters.actions import Actions
+from ui import api
+from ui.chapters.explore import Explore
+from ui.page.i18n import I18N, LANG_SYNC_JS, lang_of, t, text
+from ui.host.models import Models, allowed_from_env
+from ui.host.recordings import page_css
+from ui.share.links import LANG_JS as LINK_LANG_JS, Share
+from ui.page.fonts import font_css, theme
 from viz.html.css import CSS, HEAD_CSS
 from viz.text.facts import fmt_count
 
-PAGE_CSS = (Path(__file__).parent / "assets" / "page.css").read_text(encoding="utf-8")
 
 PRESENTER_JS = "(on) => { document.body.classList.toggle('tbt-present', on); return on; }"
 
@@ -104,7 +102,7 @@ def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
                 line = gr.Markdown(elem_id="model-line")
                 caps = gr.Markdown(caps_md(models.limits, "en"), elem_classes="tbt-hint", elem_id="caps")
                 gr.Markdown(t("language_hint"), elem_classes="tbt-hint")
-        gr.HTML("", js_on_load=LINK_LANG_JS, elem_id="link-lang")       # a shared link's language (ui/share.py)
+        gr.HTML("", js_on_load=LINK_LANG_JS, elem_id="link-lang")       # a shared link's language (ui/share/links.py)
         sync = gr.HTML("", js_on_load=LANG_SYNC_JS, elem_id="lang-sync")
         share_note = gr.Markdown(visible=False, elem_id="share-note")     # what a link asked that cannot be shown
         with gr.Tabs(elem_id="top-tabs") as top:
@@ -112,7 +110,7 @@ def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
                 explore = Explore(actions, model_id, lang)
             with gr.Tab(t("tab_walkthrough"), id="walkthrough"):
                 wt, live, wt_outputs = walkthrough.build(models, actions, lang, present, model_id)
-        # links to a view, charts out, the offline deck (ui/share.py)
+        # links to a view, charts out, the offline deck (ui/share/links.py)
         shared = Share(explore, wt, live, wt_outputs, wt.walk, lang, present, top, share_note, explore.share_bar,
                        wt.share_bar)
         shared.wire()
@@ -150,8 +148,7 @@ def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
         presenter.input(lambda on: on, presenter, present, js=PRESENTER_JS, api_visibility="private").then(
             wt.views, [live, lang, present], wt_outputs, api_visibility="private")
 
-        Api(models).declare()        # /trace, /compare, /fork, /read_trace, /status (ui/api.py)
-        FloorApi(models).declare()   # /serve: the serving floor (ui/floor_api.py)
+        api.declare(models)          # /trace, /compare, /fork, /profile, /export, /serve, /read_trace, /status
     return demo
 
 
@@ -173,8 +170,8 @@ def main() -> None:
     # (drawing a chart, reading a file) may serve a few visitors at once instead of one.
     demo.queue(max_size=64, default_concurrency_limit=4).launch(
         server_name=args.host, server_port=args.port, share=args.share, show_error=False,
-        css=CSS + PAGE_CSS, i18n=I18N, max_file_size=models.limits.max_upload_bytes, prevent_thread_lock=True,
-        # the page's typeface from local files (ui/fonts.py), and the rules css= cannot carry (viz/html/css.py)
+        css=CSS + page_css(), i18n=I18N, max_file_size=models.limits.max_upload_bytes, prevent_thread_lock=True,
+        # the page's typeface from local files (ui/page/fonts.py), and the rules css= cannot carry (viz/html/css.py)
         theme=theme(), head=f"<style>{font_css()}{HEAD_CSS}</style>")
     try:
         models.load_default()       # torch, transformers and the weights: the page is already up

@@ -1,6 +1,6 @@
 """`python -m engine deck`: the walkthrough as one offline HTML file, from a recording or a trace.
 
-The deck is drawn by the page's side (ui/deck.py picks each step's charts, viz/out/deck.py writes the
+The deck is drawn by the page's side (ui/share/deck.py picks each step's charts, viz/out/deck.py writes the
 file), which the engine must not import (tests/unit/test_boundaries.py). This command reaches it by
 module name at run time: the one documented exception, listed by name in that test, so the
 boundary is not weakened silently.
@@ -15,7 +15,7 @@ from engine.errors import InvalidRequest
 
 NAME = "deck"
 HELP = "the walkthrough as one self-contained HTML file (offline slides), en or zh"
-WIRING = "ui.deck"           # outside the engine: see the module's docstring
+WIRING = "ui.share.deck"           # outside the engine: see the module's docstring
 
 
 def add_arguments(p) -> None:

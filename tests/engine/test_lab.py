@@ -247,7 +247,7 @@ def test_host_caps_the_lab_sizes(engine, monkeypatch):
 def test_the_lab_holds_the_engine_while_it_times(engine):
     """A visitor's run started during an experiment takes no forward pass until the experiment's
     last one has finished; while it waits, the Explore tab's status says why, in both languages."""
-    from ui.actions import waiting_md
+    from ui.chapters.actions import waiting_md
     passes: list[tuple[int, str, float]] = []      # (thread, "start" | "end", time) of every model pass
     hooks = [engine.model.register_forward_pre_hook(
                  lambda *_: passes.append((threading.get_ident(), "start", time.perf_counter()))),
@@ -290,7 +290,7 @@ def test_the_lab_holds_the_engine_while_it_times(engine):
 
 # --- the host's controls ----------------------------------------------------------------------------
 def test_lab_mode_follows_the_host(engine, monkeypatch):
-    from ui.lab_tab import lab_mode
+    from ui.chapters.lab import lab_mode
     monkeypatch.delenv("TBT_LAB", raising=False)
     assert lab_mode(engine.info.id) == "on"                          # the embedded model
     assert lab_mode("org/hub-model") == "recorded"                   # a host's model: no live runs
@@ -302,14 +302,14 @@ def test_lab_mode_follows_the_host(engine, monkeypatch):
 def test_the_page_offers_the_models_the_roofline_projects(engine):
     """The page lists them before the model loads; the experiment names them from the engine."""
     from engine.lab.roofline import model_configs
-    from ui.lab_tab import roofline_choices
+    from ui.chapters.lab import roofline_choices
     assert roofline_choices(engine.info.id) == [m["name"] for m in model_configs(engine)]
 
 
 def test_a_crafted_call_gets_no_run_when_the_lab_is_not_live(engine, monkeypatch):
     import gradio as gr
     from tests.engine.test_models import OneEngine
-    from ui.lab_tab import LabActions
+    from ui.chapters.lab import LabActions
     monkeypatch.setenv("TBT_LAB", "recorded")
     run = LabActions(OneEngine(engine)).runner("kv_cache", None, None)
     with pytest.raises(gr.Error, match="TBT_LAB=recorded"):
@@ -322,7 +322,7 @@ def test_the_lab_mode_is_the_visitors_model_s(engine, monkeypatch):
     import dataclasses
     import gradio as gr
     from tests.engine.test_models import OneEngine
-    from ui.lab_tab import LabActions
+    from ui.chapters.lab import LabActions
     monkeypatch.delenv("TBT_LAB", raising=False)
     hub = copy.copy(engine)
     hub.info = dataclasses.replace(engine.info, id="org/hub-model", source="hub")

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from ui import models as models_module
-from ui.models import Models
+from ui.host import models as models_module
+from ui.host.models import Models
 from tests.waits import inside, wait_until
 
 
@@ -117,9 +117,9 @@ def test_a_lab_experiment_holds_every_loaded_model(monkeypatch):
 def test_every_tab_runs_the_visitors_model(engine):
     """The reasoning tab, the walkthrough's live run and the evaluation ask for the visitor's model
     (the dropdown's value), not the host's default."""
-    from ui.actions import Actions
-    from ui.reasoning_tab import ReasoningTab
-    from ui.walkthrough import Walkthrough
+    from ui.chapters.actions import Actions
+    from ui.chapters.reasoning import ReasoningTab
+    from ui.walkthrough.tab import Walkthrough
     models = OneEngine(engine)
     tab = ReasoningTab(models)
     list(tab.stream_both("What is 2 + 3?", 8, 4, "visitor-model", "en", None))
@@ -137,7 +137,7 @@ def test_the_page_can_come_before_the_model(slow_loads):
     got = []
     waiter = threading.Thread(target=lambda: got.append(models.engine))
     waiter.start()
-    wait_until(lambda: inside(waiter, "ui/models.py", "wait"), 10, "the caller waiting for the model")
+    wait_until(lambda: inside(waiter, "ui/host/models.py", "wait"), 10, "the caller waiting for the model")
     assert got == []                                  # no model yet: the caller waits
     models.load_default()
     waiter.join(5)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine import InvalidRequest, Settings, run_trace, stream_trace
-from ui.runs import StopFlags, TraceFiles
+from ui.host.runs import StopFlags, TraceFiles
 
 STATUS = Path("/proc/self/status")
 PROMPTS = ["Hello, world!", "什么是量子计算", "Write a haiku about rain.", "List three fruits.",

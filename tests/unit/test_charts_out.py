@@ -72,6 +72,6 @@ def test_the_deck_is_one_file_that_asks_nothing_of_the_network():
 
 
 def test_a_link_keeps_zero_values_and_leaves_out_empty_ones():
-    from ui.share import link
+    from ui.share.links import link
     url = link("http://h/", open="explore", step=0, top_k=0, branch="", present="", lang="zh")
     assert url == "http://h/?open=explore&step=0&top_k=0&lang=zh"

@@ -31,9 +31,9 @@ def test_switches_and_lists(monkeypatch):
 
 
 def test_the_server_modules_import_with_bad_values():
-    """ui/runs.py used to crash at import on a bad TBT_CONCURRENCY."""
+    """ui/host/runs.py used to crash at import on a bad TBT_CONCURRENCY."""
     env = {"PATH": "/usr/bin:/bin", "TBT_CONCURRENCY": "x", "TBT_MAX_MODELS": "many", "TBT_LAB_SECONDS": "?"}
-    done = subprocess.run([sys.executable, "-c", "import ui.runs, ui.models; print(ui.runs.ENGINE_CONCURRENCY)"],
+    done = subprocess.run([sys.executable, "-c", "import ui.host.runs, ui.host.models; print(ui.host.runs.ENGINE_CONCURRENCY)"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "2"

@@ -1,7 +1,7 @@
 """A refusal is said in the page's language, and a sentence out of step with its error still says something."""
 
 from engine.errors import InvalidRequest
-from ui.errors import message
+from ui.host.errors import message
 
 
 def test_a_keyed_refusal_is_said_in_chinese_and_stays_english_for_english():

@@ -86,7 +86,7 @@ def test_bad_settings_are_refused_before_any_work(change, key):
 
 
 def test_the_refusals_have_sentences_in_both_languages():
-    from ui.errors import message
+    from ui.host.errors import message
     for change in (dict(requests=0), dict(num_blocks=10**6), dict(num_blocks=2), dict(scheduler="lifo")):
         with pytest.raises(InvalidRequest) as caught:
             check(FloorSettings(**change), Limits(), PER_TOKEN)

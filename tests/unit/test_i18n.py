@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from ui.i18n import I18N, STRINGS, lang_of, t
+from ui.page.i18n import I18N, STRINGS, lang_of, t
 from viz.text import strings
 from viz.text.labels import LABELS
 from tests.paths import ROOT
@@ -84,13 +84,13 @@ def test_no_strings_outside_the_catalogue():
 
 
 def test_a_refusal_is_said_in_chinese_with_chinese_punctuation():
-    """The engine's refusals carry a key; ui/errors.py says them from the catalogue in the page's
+    """The engine's refusals carry a key; ui/host/errors.py says them from the catalogue in the page's
     language, and in English as the engine's own message."""
     from engine.environment import Limits
     from engine.errors import InvalidRequest, TraceFormatError
     from engine.run.request import clean_prompt, number
     from engine.schema.validate import read_trace
-    from ui.errors import message
+    from ui.host.errors import message
     refusals = []
     for call in (lambda: clean_prompt(" ", Limits()), lambda: clean_prompt("x" * 30_000, Limits()),
                  lambda: number("top_p", 0.0, 0, 1, lo_open=True), lambda: number("seed", "many"),

@@ -1,11 +1,11 @@
-"""The page's typeface comes from local, complete faces (ui/fonts.py): no semibold text drawn letter
+"""The page's typeface comes from local, complete faces (ui/page/fonts.py): no semibold text drawn letter
 by letter from a fallback face, and nothing fetched from a font service."""
 
 from __future__ import annotations
 
 import re
 
-from ui import fonts
+from ui.page import fonts
 
 
 def test_every_weight_of_the_family_is_a_local_face():

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from ui.runs import background
+from ui.host.runs import background
 
 
 def counting(cancel: threading.Event, steps: int, each_s: float = 0.02):

@@ -22,7 +22,7 @@ def test_readme_front_matter_is_a_space_config():
 
 
 def test_gpu_decorator_is_a_no_op_without_spaces():
-    from ui.gpu import on_gpu, spaces
+    from ui.host.gpu import on_gpu, spaces
 
     def work(x):
         return x + 1
@@ -33,7 +33,7 @@ def test_zerogpu_durations_follow_the_request(monkeypatch):
     """On ZeroGPU every GPU function gets a duration from its own arguments (the default 60 s
     would kill a long run, the lab or the evaluation)."""
     import types
-    from ui import gpu
+    from ui.host import gpu
     granted = []
 
     def GPU(fn=None, duration=None):

@@ -11,7 +11,7 @@ from tests.paths import ROOT
 BUILD_WITHOUT_THE_MODEL = """
 import sys
 import app
-from ui.models import Models, allowed_from_env
+from ui.host.models import Models, allowed_from_env
 app.build(Models(allowed_from_env(), load=False), [])
 heavy = sorted(m for m in ("torch", "transformers", "safetensors", "tiktoken") if m in sys.modules)
 print("loaded:", heavy)

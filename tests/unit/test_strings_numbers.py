@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from ui.i18n import I18N, STRINGS, facts
+from ui.page.i18n import I18N, STRINGS, facts
 from viz.text import strings
 from viz.text.facts import fill, fmt_count
 
@@ -122,7 +122,7 @@ def test_a_projector_gets_the_narration_and_the_page_the_details():
 
 def test_the_tokens_chapter_counts_the_template_only_when_one_was_applied():
     """The recording is raw text: its Tokens chapter must not speak of a chat template."""
-    from ui.walkthrough import recorded
+    from ui.host.recordings import recorded
     from viz.html.chips import prompt_html
     for lang in ("en", "zh"):
         trace = recorded(lang)["next"]
@@ -132,8 +132,8 @@ def test_the_tokens_chapter_counts_the_template_only_when_one_was_applied():
 
 
 def test_the_status_line_says_speed_as_the_cards_do_with_the_page_punctuation():
-    from ui.actions import status_md
-    from ui.walkthrough import recorded
+    from ui.chapters.actions import status_md
+    from ui.host.recordings import recorded
     zh, en = status_md(recorded("zh")["next"], "zh"), status_md(recorded("en")["next"], "en")
     assert "token/秒" in zh and "每秒 token 数" not in zh and "解码步" in zh
     assert not re.search(r"[:,](?=\s)", zh.replace("TTFT", "").replace("TPOT", "")), zh

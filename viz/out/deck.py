@@ -1,6 +1,6 @@
 """The walkthrough as one self-contained HTML file: slides for a talk without network or server.
 
-Pure assembly: the caller (ui/deck.py) picks each step's charts and text; this module writes the
+Pure assembly: the caller (ui/share/deck.py) picks each step's charts and text; this module writes the
 page. Everything is inside the file: charts as inline SVG (vl-convert, viz/out/export.py), the styles,
 the key handling. A Content-Security-Policy forbids any request (no font, image or script from a
 host; a chart's link could not load either), so what opens from disk is what was written.

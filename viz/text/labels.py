@@ -7,13 +7,12 @@ back to English, an unknown key is a bug (KeyError). A test checks that every ke
 
 from __future__ import annotations
 
-from viz.text.strings import LANGS, charts  # noqa: F401 (LANGS: re-exported)
+from viz.text.strings import LANGS, charts, said  # noqa: F401 (LANGS: re-exported)
 
 LABELS: dict[str, dict[str, str]] = charts()
 
 
 def label(key: str, lang: str = "en", **values: object) -> str:
     """The text for `key` in `lang` ("en" or "zh"), with `{placeholders}` filled from `values`."""
-    entry = LABELS[key]
-    text = entry.get(lang) or entry["en"]
+    text = said(LABELS[key], lang)
     return text.format(**values) if values else text

@@ -1,7 +1,7 @@
 """The one string catalogue: every word the app shows, in English and Simplified Chinese.
 
-    assets/strings/page.json         the page's components (through gr.I18n, ui/i18n.py)
-    assets/strings/walkthrough.json  the walkthrough's prompt and its eight steps
+    assets/strings/page.json         the page's components (through gr.I18n, ui/page/i18n.py)
+    assets/strings/walkthrough.json  the walkthrough's prompts and its steps (their number is the step count)
     assets/strings/charts.json       what viz draws: charts, tables, HTML panels (sections
                                      "charts", "lab", "reasoning"; keys unique across them)
     assets/strings/verdicts.json     sentences that say what a figure shows (sections by chapter,
@@ -9,7 +9,7 @@
                                      from the figure (viz/text/verdicts.py)
     assets/strings/floor.json        what the serving floor's charts and sentences say (merged like charts.json)
     assets/strings/errors.json       what a visitor reads when something is refused (err_<key>:
-                                     an EngineError's `key`, or a refusal of ui/; ui/errors.py)
+                                     an EngineError's `key`, or a refusal of ui/; ui/host/errors.py)
     assets/strings/glossary.json     one term per concept in each language, and the variants
                                      that must not appear (tests/test_i18n.py checks every text)
 
@@ -24,6 +24,16 @@ from pathlib import Path
 
 FOLDER = Path(__file__).resolve().parents[2] / "assets" / "strings"
 LANGS = ("en", "zh")
+
+
+def said(entry: dict[str, str], lang: str) -> str:
+    """One catalogue entry in `lang`; English where that language has no text (the one fallback)."""
+    return entry.get(lang) or entry["en"]
+
+
+def page_text(key: str, lang: str) -> str:
+    """A page string (page.json, the walkthrough's steps) in `lang`, its placeholders unfilled."""
+    return said(page()[key], lang)
 
 
 def _read(name: str):
@@ -48,6 +58,11 @@ def charts() -> dict[str, dict[str, str]]:
 @lru_cache(maxsize=1)
 def walkthrough() -> dict:
     return _read("walkthrough.json")
+
+
+def step_count() -> int:
+    """How many steps the walkthrough has: its catalogue's list of steps is the one count."""
+    return len(walkthrough()["steps"])
 
 
 @lru_cache(maxsize=1)

@@ -17,7 +17,7 @@ import uuid
 
 import gradio as gr
 
-from viz.text.strings import errors
+from viz.text.strings import errors, said
 
 log = logging.getLogger("token_by_token")
 ERRORS = errors()
@@ -25,8 +25,7 @@ ERRORS = errors()
 
 def say(key: str, lang: str, **values) -> str:
     """The catalogue's sentence `err_<key>` in `lang`, its placeholders filled."""
-    entry = ERRORS[f"err_{key}"]
-    return (entry.get(lang) or entry["en"]).format(**values)
+    return said(ERRORS[f"err_{key}"], lang).format(**values)
 
 
 def message(exc: BaseException, lang: str) -> str:

@@ -28,13 +28,13 @@ from viz.text.labels import label
 from viz.html.chips import stop_words
 from viz.charts.notice import embedding_strip, notice_chart
 
-from ui.errors import message, refuse, refused, say
-from ui.i18n import STRINGS, text
-from ui.lab_tab import HEADINGS
-from ui.models import Models, first_model_loaded, torch_side
-from ui.runs import STREAM_INTERVAL_S, StopFlags, TraceFiles
-from ui.uploads import read_upload
-from ui.views import clamp
+from ui.host.errors import message, refuse, refused, say
+from ui.page.i18n import STRINGS, text
+from ui.chapters.lab import HEADINGS
+from ui.host.models import Models, first_model_loaded, torch_side
+from ui.host.runs import STREAM_INTERVAL_S, StopFlags, TraceFiles
+from ui.host.uploads import read_upload
+from ui.chapters.views import clamp
 
 if TYPE_CHECKING:
     from engine.model.core import Engine

@@ -22,18 +22,22 @@ from viz.text.facts import fill
 from viz.fmt import device_name, fmt_bytes, fmt_ms, fmt_p, fmt_rate
 from viz.text.labels import label
 from viz.charts.notice import notice_chart
+from viz.charts.sampling import playground_chart
 from viz.out.slides import chip_label, token_chips_chart
 
-from ui.i18n import STRINGS, facts
-from ui.views import first_readable_step, least_sure_step
 from viz.text import strings
-from ui.walkthrough import Walkthrough, recorded, verdict_md
-from ui.lab_tab import recorded_results
+
+from ui.chapters.reasoning import verdict_md
+from ui.chapters.views import first_readable_step, least_sure_step
+from ui.host import recordings
+from ui.host.recordings import recorded
+from ui.page.i18n import facts, text
+from ui.walkthrough.tab import Walkthrough
 
 
 def said(key: str, lang: str) -> str:
     """A catalogue text of the page (narration included) in `lang`, its facts filled as the page fills them."""
-    return fill(STRINGS[key].get(lang) or STRINGS[key]["en"], facts(lang))
+    return fill(text(key, lang), facts(lang))
 
 
 def drawn(draw, *args, lang: str, **kwargs):
@@ -99,7 +103,6 @@ def step_slide(i: int, traces: dict[str, Trace], lab: dict | None, lang: str) ->
         sampling = importlib.import_module("engine.run.sampling")     # transformers' own warpers
         unsure = least_sure_step(example)
         rows = sampling.playground(example.steps[unsure].candidates, 1.0, 10, 0.9)
-        from viz.charts.sampling import playground_chart
         s.charts = [drawn(playground_chart, rows[:10], lang=lang, width=150)]
         s.numbers = [(label("deck_step", lang), str(unsure))]
     return s
@@ -122,7 +125,7 @@ def deck_html(traces: dict[str, Trace] | None, lang: str, live: bool = False) ->
     chosen = {**recorded(lang), **(traces or {})}
     example = chosen["next"]
     source = label("deck_source_live" if live else "deck_source_recorded", lang)
-    slides = [cover(example, lang, source), *(step_slide(i, chosen, recorded_results(), lang) for i in range(len(strings.walkthrough()["steps"])))]
+    slides = [cover(example, lang, source), *(step_slide(i, chosen, recordings.lab(), lang) for i in range(len(strings.walkthrough()["steps"])))]
     footer = label("deck_footer", lang, model=model_name(example), device=device_name(example.model.device),
                    date=example.created[:10])
     return write_deck(slides, lang, label("deck_title", lang), footer, label("deck_keys", lang))

@@ -16,7 +16,7 @@ from viz.fmt import HEX_FRAGMENT
 from viz.text.labels import label
 from viz.charts.notice import notice_chart
 
-from ui.models import torch_side
+from ui.host.models import torch_side
 
 AVERAGE = "average"
 

@@ -3,7 +3,7 @@
 On the page, "Download this chapter's charts" takes the charts the visitor sees in the chapter on
 show (each gr.Plot's own Vega-Lite spec, already in the page's language and at the chosen step,
 layer and head) and the chapter's HTML cards redrawn as charts (viz/out/slides.py). The API's /export
-draws one chart by name from a trace file, the same functions the chapters use.
+(ui/api/export.py) draws one chart by name from a trace file (CHARTS), the same functions the chapters use.
 """
 
 from __future__ import annotations
@@ -14,19 +14,13 @@ import uuid
 from pathlib import Path
 
 import gradio as gr
-from gradio import FileData
 
-from engine import EngineError
-from engine.errors import InvalidRequest
 from engine.schema.specs import kv_projection
 from viz.charts import attention, decode, kv, speed
 from viz.out import export
 from viz.out.slides import speed_cards_chart, token_chips_chart
 
-from ui.errors import refused
-from ui.models import Models, torch_side
-from ui.views import clamp, least_sure_step
-from ui.uploads import read_upload
+from ui.host.models import torch_side
 
 FOLDER = Path(tempfile.mkdtemp(prefix="tbt-charts-"))
 KEEP = 256                  # files kept for download; the oldest go first
@@ -103,44 +97,3 @@ CHARTS = {
     "playground": (lambda tr, s, l, h, lang: _playground(tr, s, lang), True),
 }
 NAME = re.compile(r"[a-z_]{1,40}")
-
-
-class ChartsApi:
-    def __init__(self, models: Models):
-        self.models = models
-
-    def export(self, trace: FileData, chart: str = "candidates", format: str = "svg", lang: str = "en",
-               step: int = -1, layer: int = -1, head: int = -1, request: gr.Request = None) -> FileData:
-        """One chart of a trace file as an SVG or PNG file sized for a 16:9 slide, its title and axes in
-        `lang` (en or zh). `step` -1: the step where the model was least sure; `layer` -1: the last;
-        `head` -1: the mean of all heads. Charts: token_chips, heatmap, head_view, kv_growth,
-        kv_projection, candidates, attention_row, speed_cards, timeline, step_times, playground."""
-        from ui.api import lang_of_caller, number_arg, text_arg
-        said = lang_of_caller(request)
-        chart, fmt, lang = (text_arg(n, v, said) for n, v in (("chart", chart), ("format", format), ("lang", lang)))
-        if chart not in CHARTS:
-            names, asked = ", ".join(CHARTS), repr(chart[:40])
-            raise refused(InvalidRequest(f"There is no chart named {asked}; the charts are: {names}.", "export_chart",
-                                         chart=asked, names=names), said)
-        if fmt not in ("svg", "png"):
-            raise refused(InvalidRequest(f"Charts are exported as svg or png, not {fmt[:20]!r}.", "export_format",
-                                         got=repr(fmt[:20])), said)
-        if lang not in ("en", "zh"):
-            raise refused(InvalidRequest(f"The language is en or zh, not {lang[:20]!r}.", "export_lang",
-                                         got=repr(lang[:20])), said)
-        step, layer, head = (number_arg(n, v, said, whole=True) for n, v in (("step", step), ("layer", layer),
-                                                                            ("head", head)))
-        source = read_upload(trace.get("path") if isinstance(trace, dict) else getattr(trace, "path", None),
-                             self.models.limits, said)
-        last = max(len(source.steps) - 1, 0)
-        step = least_sure_step(source) if step < 0 else clamp(step, last)
-        layer = source.model.layers - 1 if layer < 0 else clamp(layer, source.model.layers - 1)
-        head = None if head < 0 else clamp(head, source.model.heads - 1)
-        draw, fit = CHARTS[chart]
-        try:
-            drawn = draw(source, step, layer, head, lang)
-        except (ValueError, EngineError) as exc:     # e.g. attention not captured in this trace
-            raise gr.Error(str(exc)) from None
-        path = write(chart, drawn, formats=(fmt,), fit=fit)[0]
-        return FileData(path=path, orig_name=Path(path).name,
-                        mime_type="image/svg+xml" if fmt == "svg" else "image/png")

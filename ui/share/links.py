@@ -31,17 +31,19 @@ from engine import EngineError
 from engine.host.shared_runs import store
 from engine.schema.branches import ROOT, view
 
-from ui.charts_out import chapter_files, plots_in
-from ui.errors import message, refused
-from ui.i18n import t, text
-from ui.views import clamp, decode_view, head_choices, sampling_view
+from ui.share.charts_out import chapter_files, plots_in
+from ui.share.deck import deck_html
+from ui.host.errors import message, refused
+from ui.host.recordings import is_recording, recorded
+from ui.page.i18n import text
+from ui.chapters.views import clamp, decode_view, head_choices, sampling_view
 
 PRIVATE = {"api_visibility": "private"}
 RECORDING = "rec"
 # The link's language. Gradio takes its language from the browser's and has no parameter for it;
 # its Settings panel switches it with `changeLocale`, exported by its own i18n module. This script
 # calls that same function (the module already loaded on the page, found among the page's scripts)
-# and sets <html lang> at once, so the language the page reports first (ui/i18n.py) is the link's.
+# and sets <html lang> at once, so the language the page reports first (ui/page/i18n.py) is the link's.
 LANG_JS = """
 const wanted = new URLSearchParams(location.search).get('lang');
 const tag = {zh: 'zh-CN', en: 'en'}[wanted];
@@ -64,12 +66,6 @@ COPY_JS = "(link) => { try { if (link) navigator.clipboard.writeText(link); } ca
 DECKS = Path(tempfile.mkdtemp(prefix="tbt-decks-"))
 
 
-def recorded(lang: str):
-    """The walkthrough's recordings (imported here: ui/walkthrough.py lays out this module's bar)."""
-    from ui.walkthrough import recorded as recordings
-    return recordings(lang)
-
-
 def link(base: str, **params) -> str:
     """The page's address with the parameters that have a value (0 is one: step 0, top-k 0)."""
     kept = {k: v for k, v in params.items() if v is not None and v != ""}
@@ -82,42 +78,6 @@ def number(value, default=0, whole=True):
         return int(got) if whole else got
     except (TypeError, ValueError):
         return default
-
-
-class Bar:
-    """The controls of one place (Explore or the walkthrough): copy a link, download, and what they fill.
-    The buttons go where the bar is made (a row of their own, or the row the caller is in); the
-    boxes they fill, where `boxes()` is called."""
-
-    def __init__(self, where: str):
-        self.where = where
-        self.link_btn = gr.Button(t(f"share_link_{where}"), size="sm", elem_id=f"share-{where}")
-        self.export_btn = (gr.Button(t("share_export"), size="sm", elem_id="export-charts")
-                           if where == "explore" else None)
-        self.deck_btn = gr.Button(t(f"share_deck_{where}"), size="sm", elem_id=f"deck-{where}")
-
-    def boxes(self) -> Bar:
-        where = self.where
-        self.link = gr.Textbox(label=t("share_link_box"), visible=False, interactive=False, buttons=["copy"],
-                               elem_id=f"share-link-{where}")
-        self.files = gr.File(label=t("share_files"), file_count="multiple", visible=False, interactive=False,
-                             elem_id=f"share-files-{where}")
-        self.page = gr.Textbox(visible=False)           # filled by PAGE_JS: the page's address
-        self.step = gr.Number(visible=False, precision=0)   # filled by PAGE_JS: the walkthrough step on screen
-        return self
-
-
-def explore_bar() -> Bar:
-    """Explore's bar: a row of buttons above the chapters, the boxes under it."""
-    with gr.Row(elem_classes="tbt-share"):
-        bar = Bar("explore")
-    return bar.boxes()
-
-
-def walkthrough_bar() -> Bar:
-    """The walkthrough's buttons, in the row the caller is in (beside "Run live": no height taken
-    from a projector's step); call `.boxes()` after that row."""
-    return Bar("walkthrough")
 
 
 def keep(trace, lang: str) -> str:
@@ -145,7 +105,6 @@ class Share:
     # --- making a link ---------------------------------------------------------------------------
     def explore_link(self, chapter, tree, branch, trace, step, layer, head, query, d_layer, d_head, s_step,
                      temperature, top_k, top_p, seed, lang, present, base, _step) -> dict:
-        from ui.explore import is_recording
         if trace is None:
             return gr.skip()
         run = RECORDING if is_recording(trace) and not (tree and tree.branches) else keep(tree or trace, lang)
@@ -237,7 +196,7 @@ class Share:
                 notes.append(text("share_step_range", lang).format(asked=asked, last=last))
         step, s_step = clamp(step, last), clamp(s_step, last)
         layer = clamp(number(query.get("layer")), trace.model.layers - 1)
-        # the logit lens of the step on show, computed on view where the page can (ui/actions.py)
+        # the logit lens of the step on show, computed on view where the page can (ui/chapters/actions.py)
         shown = getattr(ex.actions, "with_lens", lambda tr, _: tr)(trace, step)
         out.update(zip([ex.step_facts, ex.candidates, ex.attention_row, ex.lens], decode_view(shown, step, layer, head, lang)))
         out.update(zip([ex.playground, ex.survivors], sampling_view(trace, s_step, *knobs, lang)))
@@ -272,7 +231,6 @@ class Share:
 
     @staticmethod
     def deck_file(traces, lang: str, live: bool) -> dict:
-        from ui.deck import deck_html
         folder = DECKS / uuid.uuid4().hex[:12]
         folder.mkdir(parents=True)
         path = folder / f"token-by-token-{lang}.html"
@@ -280,7 +238,6 @@ class Share:
         return gr.update(value=[str(path)], visible=True)
 
     def explore_deck(self, trace, lang):
-        from ui.explore import is_recording
         if trace is None or is_recording(trace):
             return self.deck_file(None, lang, live=False)
         return self.deck_file({"next": trace}, lang, live=True)

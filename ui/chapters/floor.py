@@ -10,8 +10,6 @@ while any visitor's run goes, its clocks leaving the pauses out), one at a time 
 from __future__ import annotations
 
 import dataclasses
-from functools import lru_cache
-from pathlib import Path
 
 import gradio as gr
 
@@ -25,24 +23,16 @@ from viz.charts import floor as fv
 from viz.fmt import device_name
 from viz.text.labels import LABELS, label
 
-from ui.errors import internal, message, say
-from ui.gpu import ZERO_GPU, on_gpu, stop_cancels
-from ui.lab_tab import lab_mode
-from ui.models import torch_side
-from ui.runs import KeptFiles, StopFlags, background
-from ui.uploads import read_upload
+from ui.host.errors import internal, message, say
+from ui.host.gpu import ZERO_GPU, on_gpu, stop_cancels
+from ui.chapters.lab import lab_mode
+from ui.host.models import torch_side
+from ui.host.runs import KeptFiles, StopFlags, background
+from ui.host import recordings
+from ui.host.uploads import read_upload
 
-RECORDED = Path(__file__).resolve().parent.parent / "assets" / "floor" / "recorded.json"
 D = FloorSettings()
 PAGE_SIZES = [4, 8, 16, 32, 64, 128, 256]
-
-
-@lru_cache(maxsize=1)
-def recorded() -> Floor | None:
-    try:
-        return read_floor(RECORDED.read_text(encoding="utf-8"))
-    except (OSError, EngineError):
-        return None
 
 
 def views(floor: Floor | None, lang: str, is_recording: bool) -> list:
@@ -172,7 +162,7 @@ def build(models, model_id, lang: gr.State, tree: gr.State) -> None:
                                      elem_id="floor-download", visible=False), "floor_ui_download")
             upload = named(gr.File(label=label("floor_ui_upload", "en"), file_types=[".json"], type="filepath",
                                    elem_id="floor-upload", height=90), "floor_ui_upload")
-    first = views(recorded(), "en", True)
+    first = views(recordings.floor(), "en", True)
     verdict = gr.Markdown(first[0], elem_id="floor-verdict")
     lanes = gr.Plot(first[1], show_label=False, elem_id="floor-lanes")
     with gr.Row():          # the blocks beside what a step costs: why sharing and batching pay
@@ -217,6 +207,6 @@ def build(models, model_id, lang: gr.State, tree: gr.State) -> None:
                                            choices=[(label(f"floor_ui_{a}", lang_v), a) for a in ARRIVALS]),
                         scheduler: gr.update(label=label("floor_ui_scheduler", lang_v),
                                              choices=[(label(f"floor_ui_{k}", lang_v), k) for k in SCHEDULERS])})
-        updates.update(dict(zip([verdict, *drawn], views(own or recorded(), lang_v, own is None))))
+        updates.update(dict(zip([verdict, *drawn], views(own or recordings.floor(), lang_v, own is None))))
         return updates
     lang.change(relabel, [floor, lang], [*text, verdict, *drawn], queue=False, api_visibility="private")

@@ -11,9 +11,6 @@ On ZeroGPU the experiment runs in the forked GPU process (it holds the engine ex
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-from pathlib import Path
 
 import gradio as gr
 
@@ -27,12 +24,13 @@ from viz.text.facts import fill
 from viz.fmt import device_name
 from viz.text.labels import label
 
-from ui.errors import internal, message, say
-from ui.gpu import ZERO_GPU, on_gpu, stop_cancels
-from ui.i18n import facts
-from ui.models import torch_side
-from ui.runs import KeptFiles, StopFlags, background
-from ui.views import chart_or_notice
+from ui.host.errors import internal, message, say
+from ui.host.gpu import ZERO_GPU, on_gpu, stop_cancels
+from ui.page.i18n import facts
+from ui.host.models import torch_side
+from ui.host import recordings
+from ui.host.runs import KeptFiles, StopFlags, background
+from ui.chapters.views import chart_or_notice
 
 
 
@@ -49,9 +47,8 @@ SECTIONS = (
      serving.speculative_table),
 )
 SUMMARIES = {**charts.SUMMARIES, **serving.SUMMARIES}
-# each experiment's heading: what the page says the lab is timing while a visitor's run waits (ui/actions.py)
+# each experiment's heading: what the page says the lab is timing while a visitor's run waits (ui/chapters/actions.py)
 HEADINGS = {name: heading for name, _, heading, *_ in SECTIONS}
-RECORDED = Path(__file__).resolve().parent.parent / "assets" / "lab" / "recorded.json"
 META_KEYS = ("schema", "created", "quick", "model", "device", "dtype", "attn_implementation", "threads", "torch")
 
 
@@ -157,15 +154,6 @@ def explain_md(heading: str, explain: str, lang: str) -> str:
     return f"### {label(heading, lang)}\n{first}  \n*{second}*"
 
 
-@lru_cache(maxsize=1)
-def recorded_results() -> dict | None:
-    """The lab as recorded with `python -m engine lab` (assets/lab/recorded.json), if it is there."""
-    try:
-        return json.loads(RECORDED.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def recorded_md(recorded: dict, name: str, lang: str) -> str:
     """The reading of a recorded result, under a badge that says when and where it was measured."""
     badge = label("lab_recorded_note", lang, date=str(recorded.get("created", ""))[:10],
@@ -179,7 +167,7 @@ def section_views(results: dict, name: str, draw, table, lang: str, model: str |
     extra = {"model": model} if name == "roofline" else {}
     if (results or {}).get(name):
         return chart_or_notice(draw, results, lang=lang, **extra), _table(table, results, lang, **extra), note_md(results, name, lang)
-    recorded = recorded_results()
+    recorded = recordings.lab()
     if recorded and recorded.get(name):
         return (chart_or_notice(draw, recorded, lang=lang, **extra), _table(table, recorded, lang, **extra),
                 recorded_md(recorded, name, lang))

@@ -7,9 +7,7 @@ it) and sets <html lang>. Charts and HTML drawn by viz/ are made on the server, 
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
-from pathlib import Path
 
 import gradio as gr
 
@@ -18,7 +16,7 @@ from viz.text import facts as page_facts
 from viz.text import strings
 from viz.text.strings import LANGS  # noqa: F401 (the one list of languages; re-exported)
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+from ui.host import recordings
 
 
 @lru_cache(maxsize=2)
@@ -26,11 +24,7 @@ def facts(lang: str) -> dict[str, str]:
     """The numbers the fixed texts quote (`{prompt_tokens}`, `{kv_heads}`, `{floor}`, ...): from the
     recording the page opens on, its model's config and the recorded lab (viz/text/facts.py), never
     written into the catalogue."""
-    trace = json.loads((ASSETS / "traces" / f"{lang}-next.json").read_text(encoding="utf-8"))
-    try:
-        lab = json.loads((ASSETS / "lab" / "recorded.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        lab = None
+    trace, lab = recordings.next_raw(lang), recordings.lab()
     return {**page_facts.model_facts(trace["model"], len(trace["prompt"]["tokens"]), lang),
             **page_facts.speed_facts(lab), **page_facts.lab_facts(lab),
             "load_levels": ("、" if lang == "zh" else ", ").join(map(str, LEVELS))}
@@ -57,7 +51,7 @@ def t(key: str):
 
 def text(key: str, lang: str) -> str:
     """The plain string, for text built on the server."""
-    return STRINGS[key].get(lang) or STRINGS[key]["en"]
+    return strings.said(STRINGS[key], lang)
 
 
 def lang_of(locale: str | None) -> str:

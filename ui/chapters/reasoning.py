@@ -3,32 +3,65 @@ against thinking budget on the built-in questions."""
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 
 import gradio as gr
 
 from engine import EngineError
 from engine.host import backroom
 from engine.run.side_by_side import interleave
-from engine.bench.evaluation import QUESTIONS, evaluate
+from engine.bench.evaluation import QUESTIONS, answer_text, answered, evaluate, last_answer, matches, read_answer
+from engine.schema.trace import Trace
 from viz import html
 from viz.charts import reasoning as rviz
 from viz.fmt import device_name
+from viz.text import verdicts
 from viz.text.labels import label
 from viz.charts.notice import notice_chart
 
-from ui.errors import refuse, refused
-from ui.gpu import ZERO_GPU, for_tokens, on_gpu, stop_cancels
-from ui.i18n import LANGS, t, text
-from ui.walkthrough import prompt_of, recorded, verdict_md
-from ui.runs import ENGINE_CONCURRENCY, STREAM_INTERVAL_S, KeptFiles, StopFlags, background
+from ui.host.errors import refuse, refused
+from ui.host.gpu import ZERO_GPU, for_tokens, on_gpu, stop_cancels
+from ui.page.i18n import LANGS, t, text
+from ui.host import recordings
+from ui.host.recordings import prompt_of, recorded
+from ui.host.runs import ENGINE_CONCURRENCY, STREAM_INTERVAL_S, KeptFiles, StopFlags, background
 
-RECORDED = Path(__file__).resolve().parent.parent / "assets" / "eval" / "smollm2-cpu.json"
 # the examples are built-in questions (engine/bench/evaluation.py), so each one's answer is checked
 EXAMPLES = [[q.text] for q in QUESTIONS if q.id in ("add", "apples", "zh-apples", "zh-day")]
 BUDGETS = [0, 16, 32, 64, 128, 256]
+
+
+def verdict_md(normal: Trace, reasoning: Trace, lang: str, brief: bool = False) -> str:
+    """Chapter 7 says plainly whether each mode's answer is right (the whole answer judged) and what
+    the right one is; unless `brief` (a projector, where the narration says the rest), also how much
+    later the first answer token came, what the recorded evaluation measured, why one question
+    proves little and where to see a real reasoning model."""
+    question = next((q for q in QUESTIONS if q.text == normal.prompt.raw), None)
+    if question is None:
+        return ""
+
+    def said(trace: Trace) -> str:
+        """The whole answer judged: the number the evaluation reads (its first) and the one it ends on."""
+        reply = answer_text(trace) if answered(trace) else ""
+        first, last = read_answer(question, reply), last_answer(question, reply)
+        return verdicts.answer(first, matches(question, first), last, matches(question, last), lang)
+    verdict = text("wt_verdict", lang).format(normal=said(normal), reasoning=said(reasoning),
+                                              expected=question.answer)
+    if brief:               # a projector: one more line would push the step below 720 px
+        return verdict
+    evaluation = recordings.evaluation()          # what the recorded evaluation measured, not "often better"
+
+    def first_answer_ms(trace: Trace) -> float | None:
+        return trace.summary.time_to_first_answer_ms if trace.summary else None
+    verdict += verdicts.first_answer(first_answer_ms(normal), first_answer_ms(reasoning), lang)   # "much later"?
+    if evaluation and len(evaluation.get("budgets") or []) > 1:
+        verdict += label("verdict_wt_eval", lang, n=max(r["questions"] for r in evaluation["budgets"]),
+                         k=len(evaluation["budgets"]), reading=verdicts.eval_budgets(evaluation, lang))
+    else:
+        verdict += text("wt_verdict_more", lang).format(questions=len(QUESTIONS))    # the evaluation's set
+    if reasoning.reasoning == "scaffold":
+        verdict += text("wt_scaffold_note", lang).format(model=reasoning.model.id.split(":")[-1])
+    return verdict
 
 
 class ReasoningTab:
@@ -103,13 +136,6 @@ def recording_values(lang: str) -> tuple:
             f"{source}\n\n{verdict_md(normal, reasoning, lang)}")
 
 
-def recorded_result() -> dict | None:
-    try:
-        return json.loads(RECORDED.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def build(models, model_id, lang) -> None:
     """The tab inside the caller's gr.Tab; runs use the visitor's model (`model_id`, a component)."""
     tab = ReasoningTab(models)
@@ -144,13 +170,13 @@ def build(models, model_id, lang) -> None:
         limit = gr.Slider(2, len(QUESTIONS), value=len(QUESTIONS), step=1, label=t("questions"))
         eval_btn = gr.Button(t("measure_accuracy"), elem_id="r-eval")
     eval_note = gr.Markdown(elem_id="r-eval-note")
-    recorded = recorded_result()
+    recorded = recordings.evaluation()
     shown = gr.State(recorded)          # the evaluation on show: the recording, then this visitor's
     chart, rows = ReasoningTab.eval_views(recorded, "en")
     eval_plot = gr.Plot(value=chart, show_label=False, elem_id="r-eval-plot")
     eval_table = gr.Dataframe(value=rows, label=t("per_budget"), interactive=False)
     eval_file = gr.File(label=t("export_json"), interactive=False,
-                        value=str(RECORDED) if recorded else None)
+                        value=str(recordings.EVALUATION) if recorded else None)
 
     both = gr.on([run.click, prompt.submit], on_gpu(tab.stream_both, for_tokens((1, 2))),
                  [prompt, budget, answer_tokens, model_id, lang],

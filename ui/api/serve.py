@@ -2,7 +2,7 @@
 
     client.predict(requests=8, rate=4.0, api_name="/serve") -> [figures, the Floor file]
 
-It runs like the page's (ui/floor_tab.py): in the back room, standing still while any visitor's run
+It runs like the page's (ui/chapters/floor.py): in the back room, standing still while any visitor's run
 goes, one at a time with the lab (concurrency group "lab"). `rate` 0 sends every request at once.
 The figures are `python -m engine floor`'s (engine/floor/figures.py).
 """
@@ -21,17 +21,17 @@ from engine.floor.figures import figures
 from engine.floor.workload import check
 from engine.schema.floor import SCHEDULERS, FloorSettings
 
-from ui.api import as_file, lang_of_caller, number_arg, text_arg
-from ui.errors import refuse, refused
-from ui.floor_tab import job
-from ui.gpu import on_gpu
-from ui.models import Models
-from ui.runs import KeptFiles, background
+from ui.api.args import as_file, lang_of_caller, number_arg, text_arg
+from ui.host.errors import refuse, refused
+from ui.chapters.floor import job
+from ui.host.gpu import on_gpu
+from ui.host.models import Models
+from ui.host.runs import KeptFiles, background
 
 D = FloorSettings()
 
 
-class FloorApi:
+class ServeEndpoint:
     def __init__(self, models: Models):
         self.models = models
         self.files = KeptFiles("floor-api", keep=32)

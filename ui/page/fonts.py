@@ -25,7 +25,7 @@ from pathlib import Path
 import gradio as gr
 
 FAMILY = "Token Sans"
-FONTS = Path(__file__).resolve().parent.parent / "assets" / "fonts"
+FONTS = Path(__file__).resolve().parents[2] / "assets" / "fonts"
 GRADIO_FONTS = "static/fonts/SourceSansPro"          # served by Gradio, relative to the page
 # the shipped semibold files and the characters each holds (fontsource's own ranges)
 SEMIBOLD = {

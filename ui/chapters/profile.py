@@ -9,8 +9,6 @@ and measures the profile. Before any run the panel shows the walkthrough recordi
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
 from html import escape
 
 import gradio as gr
@@ -21,22 +19,16 @@ from viz.charts import profile as charts
 from viz.fmt import device_name
 from viz.charts.notice import notice_chart
 
-from ui.errors import refused
-from ui.gpu import on_gpu
-from ui.i18n import ASSETS, t, text
-from ui.models import torch_side
-from ui.runs import ENGINE_CONCURRENCY
+from ui.host.errors import refused
+from ui.host.gpu import on_gpu
+from ui.host import recordings
+from ui.page.i18n import t, text
+from ui.host.models import torch_side
+from ui.host.runs import ENGINE_CONCURRENCY
 
 ENGINE = {"concurrency_limit": ENGINE_CONCURRENCY, "concurrency_id": "engine"}
 PRIVATE = {"api_visibility": "private"}
 GPU_SECONDS = 60
-
-
-@lru_cache(maxsize=4)
-def recorded(lang: str) -> dict | None:
-    """The recording's profile for the page's language (None if the host deleted the file)."""
-    path = ASSETS / "profile" / f"{lang}-next.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
 def measure_profile(engine, trace: Trace, step: int | None) -> dict:
@@ -64,7 +56,7 @@ class ProfilePanel:
     def __init__(self, actions, lang: gr.State):
         self.actions, self.lang = actions, lang
         self.state = gr.State(None)                       # the visitor's latest profile (a plain dict)
-        first = recorded("en")
+        first = recordings.profile("en")
         gr.Markdown(t("profile_heading"), elem_classes="tbt-intro")
         with gr.Row():
             self.note = gr.Markdown(note_md(first, "en", True) if first else "", elem_id="profile-note")
@@ -96,7 +88,7 @@ class ProfilePanel:
     def relabel(self, profile, lang):
         """Redrawn in the page's language: the visitor's own profile, else the recording's."""
         own = profile is not None
-        return self.views(profile if own else recorded(lang), lang, recording=not own)
+        return self.views(profile if own else recordings.profile(lang), lang, recording=not own)
 
     def after_run(self, tree, trace, lang):
         """After a run is drawn: its download with the logit lens, then its profile (middle step).

@@ -20,9 +20,9 @@ from viz.text import verdicts
 from viz.fmt import fmt_bytes, fmt_ms, fmt_p, visible
 from viz.html.tree import tree_html
 
-from ui.errors import message, refused, say
-from ui.i18n import t, text
-from ui.models import torch_side
+from ui.host.errors import message, refused, say
+from ui.page.i18n import t, text
+from ui.host.models import torch_side
 
 TREE_CLICK_JS = """
 element.addEventListener('click', (e) => {

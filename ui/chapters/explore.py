@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from html import escape
 from pathlib import Path
@@ -16,15 +15,17 @@ from viz import html
 from viz.fmt import device_name
 from viz.html.tree import tree_html
 
-from ui import floor_tab, lab_tab, reasoning_tab, share
-from ui.profile_panel import ProfilePanel
-from ui.actions import Actions, status_md
-from ui.fork import ForkPanel, token_choices
-from ui.gpu import for_tokens, on_gpu, stop_cancels
-from ui.i18n import ASSETS, LANGS, t, text
-from ui.runs import ENGINE_CONCURRENCY
-from ui.walkthrough import recorded
-from ui.views import (AVERAGE, clamp, decode_view, head_choices, kv_view, least_sure_step, prefill_view,
+from ui.chapters import floor as floor_tab, lab as lab_tab, reasoning as reasoning_tab
+
+from ui.page.bar import explore_bar
+from ui.chapters.profile import ProfilePanel
+from ui.chapters.actions import Actions, status_md
+from ui.chapters.fork import ForkPanel, token_choices
+from ui.host.gpu import for_tokens, on_gpu, stop_cancels
+from ui.host.recordings import examples, is_recording, recorded, recording_file
+from ui.page.i18n import t, text
+from ui.host.runs import ENGINE_CONCURRENCY
+from ui.chapters.views import (AVERAGE, clamp, decode_view, head_choices, kv_view, least_sure_step, prefill_view,
                     sampling_view, speed_view, tokens_view, whole_word)
 
 CLICK_JS = """
@@ -60,17 +61,6 @@ def first_word(trace) -> int:
     return next((i for i in own if whole_word(tokens, i)), own[0] if own else 0)
 
 
-def is_recording(trace) -> bool:
-    """Whether a trace is one of the walkthrough's recordings (what the chapters show before a run)."""
-    return any(trace.created == r.created and trace.prompt.raw == r.prompt.raw
-               for lang in LANGS for r in (recorded(lang)["next"],))
-
-
-def recording_file(lang: str) -> str:
-    """The recording on show, as its trace file (the download box is never empty)."""
-    return str(ASSETS / "traces" / f"{lang}-next.json")
-
-
 def recording_html(trace, lang: str) -> str:
     """The output area while the chapters show a recording: what it is, and how to run your own."""
     template = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", escape(text("explore_recording", lang), quote=False))
@@ -85,7 +75,6 @@ class Explore:
         # the page is built before the model loads (app.py): the layer and head controls start at
         # the recording's model, the chapters' first view, and follow each trace drawn (render)
         limits, info = actions.models.limits, recorded("en")["next"].model
-        examples = json.loads((ASSETS / "examples.json").read_text(encoding="utf-8"))
         self.trace = gr.State(None)          # what the chapters draw: the run, or one branch's view
         self.tree_state = gr.State(None)     # the run with all its branches (what is downloaded)
         self.branch = gr.State(ROOT)         # the lineage on show
@@ -93,7 +82,7 @@ class Explore:
             with gr.Column(scale=2):
                 self.prompt = gr.Textbox(label=t("prompt"), lines=3, max_lines=12, elem_id="prompt",
                                          info=self.prompt_info("en"))
-                gr.Examples(examples=examples, inputs=self.prompt, label=t("examples"))
+                gr.Examples(examples=examples(), inputs=self.prompt, label=t("examples"))
                 # the host's served models (TBT_ENDPOINTS), beside this page's own: a visitor picks, never types a URL
                 self.source = gr.Dropdown(self.source_choices(), value="", label=t("run_on"), info=t("run_on_info"),
                                           visible=bool(actions.endpoints), elem_id="run-on")
@@ -118,7 +107,7 @@ class Explore:
                 self.status = gr.Markdown(elem_id="status")
 
         self.stale = gr.Markdown(visible=False, elem_id="stale")
-        self.share_bar = share.explore_bar()      # link to this view, charts out, slides (ui/share.py)
+        self.share_bar = explore_bar()      # link to this view, charts out, slides (ui/share/links.py)
         with gr.Tabs(elem_id="explore-chapters") as self.chapters:
             with gr.Tab(t("tab_tokens"), id="tokens"):
                 intro(0)
@@ -199,7 +188,7 @@ class Explore:
 
     def check_file(self, path, lang) -> dict:
         """The upload's validator: a file that is not a usable trace is refused on the upload box
-        itself, in the page's language, before anything changes (ui/uploads.py says why)."""
+        itself, in the page's language, before anything changes (ui/host/uploads.py says why)."""
         try:
             self.actions.load(path, lang)
         except gr.Error as exc:
@@ -287,7 +276,7 @@ class Explore:
                 *prefill_view(trace, layer, head, q, lang), *kv_view(trace, lang),
                 *decode_view(actions.with_lens(trace, last), last, d_layer, d_head, lang), *speed_view(trace, lang),
                 *sampling_view(trace, unsure, temperature, top_k, top_p, seed, lang),
-                actions.trace_file(tree or trace, lens=lens_file) if write_file else recording_file(lang) if recording else gr.skip(),
+                actions.trace_file(tree or trace, lens=lens_file) if write_file else str(recording_file(lang)) if recording else gr.skip(),
                 gr.update(maximum=max(last, 1), value=last), gr.update(maximum=max(last, 1), value=unsure),
                 gr.update(maximum=max(mapped, 1), value=q), *actions.embedding(trace, word, lang),
                 # the marker tells a watcher (and the browser test) that every chapter is drawn

@@ -8,38 +8,34 @@ Keys: arrows or PageUp/PageDown (what presentation clickers send) press the visi
 
 from __future__ import annotations
 
-import json
 import time
-from functools import lru_cache
 
 import gradio as gr
 
 from engine import EngineError
-from engine.bench.evaluation import QUESTIONS, answer_text, answered, last_answer, matches, read_answer
 from engine.run.side_by_side import interleave
-from engine.schema.trace import Settings, Trace
+from engine.schema.trace import Settings
 from viz.charts import attention, decode, kv, speed
 from viz import html
 from viz.charts import reasoning as rviz
 from viz.charts import lab as lab_viz
 from viz.charts import floor as floor_viz
 from viz.charts import profile as profile_viz
-from viz.text import strings, verdicts
 from viz.fmt import device_name
 from viz.text.labels import label
 from viz.charts.sampling import playground_chart
 from viz.charts.theme import presentable
 
-from ui.errors import refused
-from ui.gpu import on_gpu
-from ui.i18n import ASSETS, STRINGS, t, text
-from ui import share
-from ui.floor_tab import recorded as recorded_floor
-from ui.profile_panel import recorded as recorded_profile
-from ui.lab_tab import recorded_results
-from ui.models import torch_side
-from ui.runs import ENGINE_CONCURRENCY
-from ui.views import chart_or_notice, first_readable_step, least_sure_step
+from ui.host.errors import refused
+from ui.host.gpu import on_gpu
+from ui.host import recordings
+from ui.host.recordings import prompt_of, recorded
+from ui.page.i18n import STRINGS, t, text
+from ui.page.bar import walkthrough_bar
+from ui.chapters.reasoning import verdict_md
+from ui.host.models import torch_side
+from ui.host.runs import ENGINE_CONCURRENCY
+from ui.chapters.views import chart_or_notice, first_readable_step, least_sure_step
 
 STEPS = 10
 KEYS_JS = """
@@ -69,61 +65,6 @@ PROFILE_STEP = 9                     # where the time goes: the recording's prof
 NEXT_TOKENS = 24                     # the next-token example's length, as recorded (assets/traces/manifest.json)
 
 
-@lru_cache(maxsize=4)
-def recorded(lang: str) -> dict[str, Trace]:
-    """The walkthrough's recordings in `lang`: "next" (the next-token example, raw text, for
-    chapters 1-5 and 8) and "normal" / "reasoning" (one built-in question, for chapter 7)."""
-    return {kind: Trace.from_json((ASSETS / "traces" / f"{lang}-{kind}.json").read_text(encoding="utf-8"))
-            for kind in KINDS}
-
-
-def prompt_of(lang: str, kind: str = "next") -> str:
-    """The next-token example ("next") or chapter 7's question ("question") in `lang`."""
-    return strings.walkthrough()["prompt"][kind][lang]
-
-
-@lru_cache(maxsize=1)
-def recorded_evaluation() -> dict | None:
-    """The evaluation recorded with `python -m engine eval` (assets/eval/), as Explore → 7 opens on it."""
-    try:
-        return json.loads((ASSETS / "eval" / "smollm2-cpu.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def verdict_md(normal: Trace, reasoning: Trace, lang: str, brief: bool = False) -> str:
-    """Chapter 7 says plainly whether each mode's answer is right (the whole answer judged) and what
-    the right one is; unless `brief` (a projector, where the narration says the rest), also how much
-    later the first answer token came, what the recorded evaluation measured, why one question
-    proves little and where to see a real reasoning model."""
-    question = next((q for q in QUESTIONS if q.text == normal.prompt.raw), None)
-    if question is None:
-        return ""
-
-    def said(trace: Trace) -> str:
-        """The whole answer judged: the number the evaluation reads (its first) and the one it ends on."""
-        reply = answer_text(trace) if answered(trace) else ""
-        first, last = read_answer(question, reply), last_answer(question, reply)
-        return verdicts.answer(first, matches(question, first), last, matches(question, last), lang)
-    verdict = text("wt_verdict", lang).format(normal=said(normal), reasoning=said(reasoning),
-                                              expected=question.answer)
-    if brief:               # a projector: one more line would push the step below 720 px
-        return verdict
-    evaluation = recorded_evaluation()          # what the recorded evaluation measured, not "often better"
-
-    def first_answer_ms(trace: Trace) -> float | None:
-        return trace.summary.time_to_first_answer_ms if trace.summary else None
-    verdict += verdicts.first_answer(first_answer_ms(normal), first_answer_ms(reasoning), lang)   # "much later"?
-    if evaluation and len(evaluation.get("budgets") or []) > 1:
-        verdict += label("verdict_wt_eval", lang, n=max(r["questions"] for r in evaluation["budgets"]),
-                         k=len(evaluation["budgets"]), reading=verdicts.eval_budgets(evaluation, lang))
-    else:
-        verdict += text("wt_verdict_more", lang).format(questions=len(QUESTIONS))    # the evaluation's set
-    if reasoning.reasoning == "scaffold":
-        verdict += text("wt_scaffold_note", lang).format(model=reasoning.model.id.split(":")[-1])
-    return verdict
-
-
 class Walkthrough:
     def __init__(self, models, actions):
         self.models, self.actions = models, actions
@@ -134,7 +75,7 @@ class Walkthrough:
     def views(self, live: dict | None, lang: str, present: bool) -> list:
         """Every step's visual, from the live traces if there are any, else the recording."""
         traces = live or recorded(lang)
-        lab = recorded_results()
+        lab = recordings.lab()
         example = traces["next"]
         source = (text("wt_live", lang).format(date=str((lab or {}).get("created", "?"))[:10], lab_step=LAB_STEP + 1) if live else
                   text("wt_recorded", lang).format(date=example.created[:10], device=device_name(example.model.device)))
@@ -170,17 +111,17 @@ class Walkthrough:
         if i == 4:
             return [draw(speed.timeline_chart, example), html.speed_html(example, lang=lang, compact=present)]
         if i == LAB_STEP:
-            lab = recorded_results()
+            lab = recordings.lab()
             return [draw(self.lab_chart, lab), self.weights_md(lab, lang, present)]
         if i == 6:
             return [draw(rviz.compare_timeline, normal, reasoning), html.reasoning_html(normal, lang),
                     html.reasoning_html(reasoning, lang),
                     verdict_md(normal, reasoning, lang, brief=present) if normal.summary and reasoning.summary else ""]
         if i == PROFILE_STEP:     # the recording's profile (Explore → 5 profiles the visitor's own run)
-            profile = recorded_profile(lang)
+            profile = recordings.profile(lang)
             return [draw(profile_viz.bound_chart, profile), profile_viz.summary_md(profile, lang)]
         if i == FLOOR_STEP:       # the serving floor: always its recording (a live run is one request)
-            floor = recorded_floor()
+            floor = recordings.floor()
             if floor is None:
                 return [None, label("floor_none", lang)]
             return [draw(floor_viz.lanes_chart, floor), floor_viz.verdict_md(floor, lang)]
@@ -255,7 +196,7 @@ def build(models, actions, lang, present, model_id) -> list:
         source = gr.Markdown(elem_id="wt-source")
         run_live = gr.Button(t("run_live"), size="sm", elem_id="wt-run-live")
         use_recording = gr.Button(t("use_recording"), size="sm", elem_id="wt-use-recording")
-        wt.share_bar = share.walkthrough_bar()      # link to the step on screen, the deck (ui/share.py)
+        wt.share_bar = walkthrough_bar()      # link to the step on screen, the deck (ui/share/links.py)
     wt.share_bar.boxes()
     gr.Markdown(t("keys_hint"), elem_classes="tbt-hint")
     outputs = [source]

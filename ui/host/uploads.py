@@ -9,7 +9,7 @@ from engine import EngineError
 from engine.environment import Limits
 from engine.schema.validate import read_trace
 
-from ui.errors import message, refuse
+from ui.host.errors import message, refuse
 
 
 def read_upload(path: str | None, limits: Limits, lang: str = "en", reader=read_trace, unusable="trace_unusable"):

@@ -21,10 +21,10 @@ from engine import environment
 from engine.errors import EngineError
 from engine.environment import Limits
 from engine.schema.specs import EMBEDDED, short_name
+from viz.text.strings import page_text
 
-from ui.errors import internal, reference, refuse
-from ui.gpu import ZERO_GPU
-from ui.i18n import text
+from ui.host.errors import internal, reference, refuse
+from ui.host.gpu import ZERO_GPU
 
 if TYPE_CHECKING:
     from engine.model.core import Engine
@@ -95,7 +95,7 @@ class Models:
 
     def notice(self, lang: str = "en") -> str:
         """What the page says when the host's default model could not be loaded ("" when it was)."""
-        return text("model_fallback", lang).format(**self.fallback) if self.fallback else ""
+        return page_text("model_fallback", lang).format(**self.fallback) if self.fallback else ""
 
     def load_default(self) -> None:
         """Load the default model; if it cannot be, the embedded one takes its place."""

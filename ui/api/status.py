@@ -1,0 +1,47 @@
+"""/read_trace (a trace file in, what it holds in one line out) and /status (for health checks)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gradio as gr
+from gradio import FileData
+
+from engine.host.house import HOUSE
+from engine.schema.trace import Trace
+
+from ui.api.args import file_path, lang_of_caller
+from ui.host.uploads import read_upload
+
+
+class StatusEndpoints:
+    def __init__(self, models):
+        self.models = models
+
+    def read_trace(self, file: FileData, request: gr.Request = None) -> str:
+        """Read a trace JSON file exactly as the page's upload does; returns what it holds, in one line."""
+        trace: Trace = read_upload(file_path(file), self.models.limits, lang_of_caller(request))
+        s = trace.summary
+        speed = (f"TTFT {s.ttft_ms:.0f} ms, TPOT {s.tpot_ms:.1f} ms, stop: {s.stop_reason}" if s else "unfinished")
+        return (f"{trace.model.id} · {len(trace.prompt.tokens)} prompt tokens · {len(trace.steps)} new tokens · "
+                f"{speed}")
+
+    def status(self) -> dict:
+        """For hosts' health checks and for tests: runs in progress, the models offered, the caps,
+        and the page's notice if the host's default could not be loaded. (It answers once the
+        default model is loaded: the page itself is up before.)"""
+        models = self.models
+        engine = models.engine
+        return {"active_runs": sum(e.active_runs for e in list(models.engines.values())),
+                "models": models.allowed, "default": models.default, "loaded": list(models.engines),
+                "notice": models.notice(),
+                # the compiled decode step of the default model: queued, building, ready, not used or failed
+                "fast": engine.fast.describe() if engine.fast else None,
+                # the house's heavy work now (compile, lab, evaluation, load sweep): each job stands
+                # still while any visitor's run is in progress (engine/host/house.py)
+                "house": HOUSE.describe(),
+                "limits": dataclasses.asdict(engine.limits)}
+
+    def declare(self) -> None:
+        gr.api(self.read_trace, api_name="read_trace")
+        gr.api(self.status, api_name="status", queue=False)

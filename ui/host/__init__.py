@@ -1,0 +1,1 @@
+"""What the house keeps for every visitor: models, runs, uploads, errors, ZeroGPU, the recordings."""

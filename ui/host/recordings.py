@@ -1,0 +1,106 @@
+"""Everything the page reads from assets/ besides the string catalogue: the recordings it opens on.
+
+Recorded on an idle machine with the project's own commands (`make traces`, `python -m engine lab`,
+`python -m engine eval`), they fill every chapter and walkthrough step before a visitor runs
+anything, so no box is ever empty:
+- traces/<lang>-next.json: the next-token example (chapters 1-5 and 8, walkthrough steps 1-5 and 8);
+- traces/<lang>-normal.json, -reasoning.json: chapter 7's question in both modes;
+- lab/recorded.json, eval/smollm2-cpu.json, floor/recorded.json, profile/<lang>-next.json:
+  the lab, the evaluation, the serving floor and the Speed chapter's profile.
+Each is read once per process (a missing or unreadable file reads as None where the page can do
+without it). examples.json holds the prompt box's examples and page.css the page's own styles.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from engine.errors import EngineError
+from engine.schema.floor import Floor
+from engine.schema.floor_check import read_floor
+from engine.schema.trace import Trace
+from viz.text import strings
+from viz.text.strings import LANGS
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+KINDS = ("next", "normal", "reasoning")
+
+
+def _json(*parts: str):
+    """A recorded JSON file, or None if the host removed it (or it does not parse)."""
+    try:
+        return json.loads(ASSETS.joinpath(*parts).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+@lru_cache(maxsize=4)
+def recorded(lang: str) -> dict[str, Trace]:
+    """The walkthrough's recordings in `lang`: "next" (the next-token example, raw text, for
+    chapters 1-5 and 8) and "normal" / "reasoning" (one built-in question, for chapter 7)."""
+    return {kind: Trace.from_json(recording_file(lang, kind).read_text(encoding="utf-8")) for kind in KINDS}
+
+
+def recording_file(lang: str, kind: str = "next") -> Path:
+    """A recording's trace file (the download box shows it while the chapters show the recording)."""
+    return ASSETS / "traces" / f"{lang}-{kind}.json"
+
+
+def is_recording(trace) -> bool:
+    """Whether a trace is one of the walkthrough's next-token recordings (what the chapters show before a run)."""
+    return any(trace.created == r.created and trace.prompt.raw == r.prompt.raw
+               for lang in LANGS for r in (recorded(lang)["next"],))
+
+
+def prompt_of(lang: str, kind: str = "next") -> str:
+    """The next-token example ("next") or chapter 7's question ("question") in `lang`."""
+    return strings.walkthrough()["prompt"][kind][lang]
+
+
+@lru_cache(maxsize=1)
+def lab() -> dict | None:
+    """The lab as recorded with `python -m engine lab` (lab/recorded.json)."""
+    return _json("lab", "recorded.json")
+
+
+EVALUATION = ASSETS / "eval" / "smollm2-cpu.json"
+
+
+@lru_cache(maxsize=1)
+def evaluation() -> dict | None:
+    """The evaluation recorded with `python -m engine eval`, as chapter 7 opens on it."""
+    return _json("eval", EVALUATION.name)
+
+
+@lru_cache(maxsize=1)
+def floor() -> Floor | None:
+    """The serving floor's recorded workload (floor/recorded.json), read as an upload is."""
+    try:
+        return read_floor((ASSETS / "floor" / "recorded.json").read_text(encoding="utf-8"))
+    except (OSError, EngineError):
+        return None
+
+
+@lru_cache(maxsize=4)
+def profile(lang: str) -> dict | None:
+    """The recording's profile for the page's language (profile/<lang>-next.json)."""
+    return _json("profile", f"{lang}-next.json")
+
+
+@lru_cache(maxsize=1)
+def examples() -> list:
+    """The prompt box's examples."""
+    return _json("examples.json") or []
+
+
+@lru_cache(maxsize=1)
+def page_css() -> str:
+    """The page's own styles (beside viz's, viz/html/css.py)."""
+    return (ASSETS / "page.css").read_text(encoding="utf-8")
+
+
+def next_raw(lang: str) -> dict | None:
+    """The next-token recording as plain JSON (what the catalogue's facts are read from)."""
+    return _json("traces", f"{lang}-next.json")
