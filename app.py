@@ -2,7 +2,7 @@
 
 Layout and event wiring only; the work happens in engine/ (model), viz/ (charts) and ui/ (glue).
     python app.py [--model ID] [--host H] [--port P] [--share]
-Hosts choose the models with TBT_MODELS and served models with TBT_ENDPOINTS (see README); visitors
+Hosts choose the models with TBT_MODELS and served models with TBT_ENDPOINTS (see docs/hosting.md); visitors
 pick among those.
 """
 

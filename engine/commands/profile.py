@@ -27,7 +27,7 @@ def add_arguments(p) -> None:
 
 
 def table(result: dict) -> str:
-    """Per op, summed over layers: prefill and decode, measured and predicted (a README table)."""
+    """Per op, summed over layers: prefill and decode, measured and predicted (the table in docs/performance.md)."""
     pre, dec = result["phases"]["prefill"], result["phases"]["decode"]
     fmt = (lambda v: "–" if v is None else f"{v:.2f}")
     lines = [f"| op | prefill ({pre['tokens']} tokens) measured ms | roofline ms | bound | "
