@@ -103,7 +103,7 @@ def test_a_file_that_is_not_a_trace_is_refused_in_chinese(zh_page, shots, tmp_pa
     bad = tmp_path / "not-a-trace.json"
     bad.write_text('{"schema": "something-else"}')
     upload(page, bad)
-    said(page, "不是可用的记录文件", shots, "not-a-trace", "#upload")
+    said(page, "不是 Token by Token 保存的记录文件", shots, "not-a-trace", "#upload")
     assert_no_english_message(page)
 
 
@@ -123,7 +123,7 @@ def test_a_hostile_trace_is_refused_in_chinese(zh_page, shots, tmp_path):
     bad.write_text(json.dumps(data), encoding="utf-8")
     upload(page, bad)
     text = said(page, "超出了允许的范围", shots, "hostile", "#upload")
-    assert "attention.prefill_tokens" in text and "40000000" in text
+    assert "注意力数据" in text and "40000000" in text and "prefill_tokens" not in text    # the part, not the field
     assert_no_english_message(page)
     page.screenshot(path=str(shots / "zh-message-upload-page.png"))
 

@@ -13,6 +13,7 @@ the host can find them.
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 
 import gradio as gr
@@ -28,17 +29,37 @@ def say(key: str, lang: str, **values) -> str:
     return said(ERRORS[f"err_{key}"], lang).format(**values)
 
 
+def part_of(where: str, lang: str) -> str:
+    """The part of a file that a field's path points into, in words: "trace.summary.stop_reason" is
+    the summary ("汇总部分"). A visitor reads that; the path itself stays in the English message."""
+    path = str(where).removeprefix("trace.").removeprefix("floor.")
+    head = re.split(r"[.\[]", path, maxsplit=1)[0]
+    head = "header" if head in HEADER else head
+    return said(ERRORS.get(f"err_part_{head}") or ERRORS["err_part_file"], lang)
+
+
+HEADER = ("schema", "created", "run_id", "format", "version")      # a file's own name and date
+
+
 def message(exc: BaseException, lang: str) -> str:
     """What the visitor reads for `exc`: its catalogue sentence in `lang` when it has a key, else
-    its own (English) message."""
+    its own (English) message. The catalogue's sentences name no field and quote no value's repr
+    (a file's refusal says which part of it is wrong); the English message, with the field's path,
+    is what the API's English callers read, and what the log keeps when the visitor reads another
+    language."""
     key = getattr(exc, "key", None)
     if lang == "en" or not key or f"err_{key}" not in ERRORS:
         return str(exc)
+    values = dict(exc.values)
+    if "where" in values:
+        values["part"] = part_of(values["where"], lang)
     try:
-        return say(key, lang, **exc.values)
+        said_here = say(key, lang, **values)
     except (KeyError, IndexError, ValueError):     # a sentence and its error out of step: still say something
         log.warning("err_%s does not take the values %s", key, sorted(exc.values))
         return str(exc)
+    log.info("refused in %s (err_%s): %s", lang, key, exc)
+    return said_here
 
 
 def refuse(key: str, lang: str, **values) -> gr.Error:
