@@ -21,6 +21,9 @@ def add_arguments(p) -> None:
     p.add_argument("--step", type=int, default=None, help="the decode step to profile (default: the run's middle)")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--project", action="store_true", help="add the projection onto the roofline's GPUs and models")
+    p.add_argument("--machine", default=None,
+                   help="a lab result (python -m engine lab --json) whose measured bandwidth and FLOP/s to use "
+                        "instead of measuring again, when it was measured on this host (the recordings share one)")
     p.add_argument("--table", action="store_true", help="print a Markdown table of the per-op totals")
     p.add_argument("--json", action="store_true", help="print JSON only (one line)")
     p.add_argument("--out", default=None, help="also write the JSON here")
@@ -50,6 +53,11 @@ def run(args) -> int:
     from engine.run.request import APP_DEFAULTS
     from engine.schema.validate import read_trace
     engine = Engine.load(args.model, device=args.device, dtype=args.dtype)
+    if args.machine:                 # one measurement per host: the lab's, where it names this host
+        from engine.lab import host
+        lab = json.loads(Path(args.machine).read_text(encoding="utf-8"))
+        if not host.adopt(lab.get("host")):
+            print(f"{args.machine} was measured on another host or device; measuring here", file=sys.stderr)
     if args.trace:
         trace = read_trace(Path(args.trace).read_bytes(), engine.limits)
     else:

@@ -28,7 +28,7 @@ import torch
 from engine.model.clock import work_s
 from engine.model.core import Engine
 from engine.errors import InvalidRequest
-from engine.lab import batching, kernels, kv_cache, roofline, speculative, weights
+from engine.lab import batching, host, kernels, kv_cache, roofline, speculative, weights
 
 SCHEMA = "token-by-token/lab@1"
 EXPERIMENTS: dict[str, Callable[..., dict]] = {
@@ -45,12 +45,16 @@ EXPERIMENTS: dict[str, Callable[..., dict]] = {
 def run_lab(engine: Engine, quick: bool = False, only: list[str] | None = None,
             progress: Callable[[float, str], None] | None = None,
             cancel: threading.Event | None = None, draft: Engine | None = None,
-            weight_formats: tuple[str, ...] | None = None) -> dict:
+            weight_formats: tuple[str, ...] | None = None, host_figures: dict | None = None) -> dict:
+    """The experiments named in `only` (all by default). `host_figures`: this host's bandwidth and
+    FLOP/s as another process measured them (the server's, for a back-room job), used instead of
+    measuring again; the result's "host" gives back the figures used, if any experiment needed them."""
     names = [n.strip() for n in only if n.strip()] if only else list(EXPERIMENTS)
     unknown = [n for n in names if n not in EXPERIMENTS]
     if unknown or not names:
         raise InvalidRequest(f"unknown experiment(s) {', '.join(unknown) or '(none)'}; "
                              f"choose from {', '.join(EXPERIMENTS)}")
+    host.adopt(host_figures)                # one measurement per host (engine/lab/host.py)
     ensure_device = getattr(engine, "ensure_device", None)
     if ensure_device is not None:          # ZeroGPU: the model moves to CUDA only inside a GPU call
         ensure_device()
@@ -72,6 +76,7 @@ def run_lab(engine: Engine, quick: bool = False, only: list[str] | None = None,
                                          cancel=cancel, **extra)
         result["seconds"][name] = round(work_s() - start, 2)
     result["kv_cache_speedup"] = result.get("kv_cache", {}).get("speedup")
+    result["host"] = host.known(engine.device, engine.model.dtype)
     result["partial"] = any(result.get(n, {"partial": True})["partial"] for n in names)
     return result
 

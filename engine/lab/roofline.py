@@ -25,8 +25,8 @@ import torch
 from engine.model.core import Engine
 from engine.schema.specs import PUBLIC_MODELS, dtype_bytes, kv_bytes, short_name
 from engine.lab.kernels import prompt_ids
-from engine.lab.measure import (Steps, Stopped, attention, greedy_timing, is_cuda, matmul_flops, medians,
-                      read_bandwidth)
+from engine.lab import host
+from engine.lab.measure import Steps, Stopped, attention, greedy_timing, is_cuda, medians
 
 # Datasheet numbers (dense, no sparsity), per GPU:
 #   V100 SXM2 32GB: 900 GB/s HBM2, 125 TFLOP/s fp16 Tensor Core
@@ -47,8 +47,8 @@ DATASHEET = (
     {"name": "H200 SXM", "bandwidth_bytes_s": 4800e9, "peak_flops": 989e12, "memory_bytes": 141e9,
      "precision": "bf16"},
 )
-SIZES = {False: {"prompt_tokens": 128, "new_tokens": 16, "repeats": 3, "matmul_n": 2048},
-         True: {"prompt_tokens": 32, "new_tokens": 4, "repeats": 2, "matmul_n": 1024}}
+SIZES = {False: {"prompt_tokens": 128, "new_tokens": 16, "repeats": 3},
+         True: {"prompt_tokens": 32, "new_tokens": 4, "repeats": 2}}
 KERNEL = "sdpa"
 HELD_FOR = "roofline"   # the experiment's name: the page says it in its own language
 FLOPS_FORMULA = ("2*(params - vocab*hidden*(1 if tied else 2))*T + 2*vocab*hidden "
@@ -92,8 +92,10 @@ def bounds(model: dict, hardware: dict, prompt_tokens: int, new_tokens: int) -> 
     }
 
 
-def this_machine(engine: Engine, matmul_n: int) -> dict:
-    """The hardware the app runs on, measured: read bandwidth and matmul FLOP/s in the model's dtype."""
+def this_machine(engine: Engine) -> dict:
+    """The hardware the app runs on, measured: read bandwidth and matmul FLOP/s in the model's dtype,
+    the host's one measurement (engine/lab/host.py: the batching frontier and the profile divide by
+    the same figures)."""
     device, dtype = engine.device, engine.model.dtype
     if is_cuda(device):
         name = torch.cuda.get_device_name(device)
@@ -101,10 +103,9 @@ def this_machine(engine: Engine, matmul_n: int) -> dict:
     else:
         name = f"this machine (CPU, {torch.get_num_threads()} threads)"
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return {"name": name, "bandwidth_bytes_s": read_bandwidth(device),
-            "peak_flops": matmul_flops(device, dtype, n=matmul_n), "memory_bytes": float(memory),
-            "precision": str(dtype).removeprefix("torch."), "measured": True,
-            "method": f"bandwidth: best of 5 sums over 768 MiB; FLOP/s: best of 5 {matmul_n}² matmuls"}
+    found = host.figures(device, dtype)
+    return {"name": name, "memory_bytes": float(memory), "precision": str(dtype).removeprefix("torch."),
+            "measured": True, **found}
 
 
 def model_configs(engine: Engine) -> list[dict]:
@@ -131,7 +132,7 @@ def run(engine: Engine, quick: bool = False, progress=None, cancel: threading.Ev
         ids = prompt_ids(engine, p)[0].tolist()
         with engine.exclusive(HELD_FOR), attention(engine.model, KERNEL):
             steps.tick("measuring memory bandwidth and matmul FLOP/s")
-            machine = this_machine(engine, size["matmul_n"])
+            machine = this_machine(engine)
             steps.tick("warm-up")
             greedy_timing(engine.model, ids, 2)
             runs = []

@@ -20,7 +20,7 @@ import torch
 from transformers import DynamicCache
 
 from engine.errors import InvalidRequest
-from engine.lab.measure import matmul_flops, read_bandwidth
+from engine.lab import host
 from engine.profile.measure import time_pass
 from engine.profile.ops import FAMILY, LAYER_OPS, Dims, predicted
 from engine.run.sampling import pick, warpers
@@ -28,19 +28,14 @@ from engine.schema.specs import dtype_bytes
 from engine.schema.trace import Trace
 
 REPEATS = 3                      # hooked and plain passes each, alternating (median reported)
-_MACHINE: dict = {}              # measured once per process and device: (device, dtype) -> numbers
 
 
 def machine(engine) -> dict:
-    """This machine's read bandwidth and matmul FLOP/s in the model's dtype, as the lab's roofline
-    measures them (smaller sizes: ~1 s once per process)."""
-    key = (str(engine.device), str(engine.model.dtype))
-    if key not in _MACHINE:
-        with engine.lock, torch.inference_mode():     # nobody's pass beside the 512 MiB sums
-            _MACHINE[key] = {"bandwidth_bytes_s": read_bandwidth(engine.device, megabytes=512, repeats=3),
-                             "peak_flops": matmul_flops(engine.device, engine.model.dtype, n=1024, repeats=3),
-                             "method": "bandwidth: best of 3 sums over 512 MiB; FLOP/s: best of 3 1024² matmuls"}
-    return _MACHINE[key]
+    """This machine's read bandwidth and matmul FLOP/s in the model's dtype: the host's one
+    measurement, the one the lab's roofline and batching frontier divide by (engine/lab/host.py),
+    taken here under the engine's lock if nothing on this host has taken it yet."""
+    found = host.figures(engine.device, engine.model.dtype, hold=engine.lock)
+    return {k: found[k] for k in ("bandwidth_bytes_s", "peak_flops", "method", "host", "measured_at")}
 
 
 def _phase(engine, timing: dict, dims: Dims, tokens: int, keys: int, extra: dict, hw: dict) -> dict:

@@ -118,8 +118,13 @@ class LabActions:
                 with self.flags.running(request) as flag:
                     def work(progress):
                         if not ZERO_GPU:          # a job that stands still while visitors run
-                            new = backroom.call("lab", name, "engine.lab:run_lab", {"only": [name]},
+                            # one bandwidth and FLOP/s measurement per host (engine/lab/host.py): the
+                            # server's own to the job, or the job's, if it measured first, kept here
+                            host = torch_side("engine.lab.host")
+                            new = backroom.call("lab", name, "engine.lab:run_lab",
+                                                {"only": [name], "host_figures": host.known(engine.device, engine.model.dtype)},
                                                 model=engine.info.id, progress=progress, cancel=flag)
+                            host.adopt(new.pop("host", None))
                             if name in new:        # how often it stood still for visitors, in its section
                                 new[name]["backroom"] = new.pop("backroom")
                             return new
