@@ -134,3 +134,38 @@ def test_the_verdict_says_slower_when_it_was():
     f = read_floor(json.dumps(d))
     assert "not faster" in fv.verdict_md(f, "en") and "并不比" in fv.verdict_md(f, "zh")
     assert "not faster" not in fv.verdict_md(read_floor(RECORDED), "en")
+
+
+class Steps:
+    """A floor reduced to its decode steps ({requests: [ms, ...]}), all `why_not_faster` reads."""
+    def __init__(self, steps: dict[int, list[float]]):
+        self.steps = steps
+
+    def decode_steps(self):
+        return self.steps
+
+
+def test_why_it_was_not_faster_is_read_from_the_steps_not_assumed():
+    """Not faster because the requests seldom shared a step, or because a shared step cost nearly a
+    step per request, or (sharing cheap and still no gain) without a reason: never "sparse arrivals"
+    for a burst that overlapped."""
+    apart = Steps({1: [50.0] * 9, 2: [80.0] * 3})                  # 3 of 12 steps shared
+    costly = Steps({1: [50.0] * 3, 4: [190.0] * 9})                # a step for 4 cost 3.8x one
+    cheap = Steps({1: [50.0] * 3, 4: [70.0] * 9})                  # a step for 4 cost 1.4x one
+    said = {name: {lang: fv.why_not_faster(s, lang) for lang in ("en", "zh")}
+            for name, s in (("apart", apart), ("costly", costly), ("cheap", cheap))}
+    assert "only 3 of its 12 decode steps" in said["apart"]["en"] and "只有 3 个" in said["apart"]["zh"]
+    assert "a step for 4 requests cost 3.8×" in said["costly"]["en"] and "3.8 倍" in said["costly"]["zh"]
+    assert "saved little" not in said["cheap"]["en"] and "saved no time" in said["cheap"]["en"]
+    assert "省不了多少" in said["costly"]["zh"] and "省不了多少" not in said["cheap"]["zh"]
+    for case in said.values():                                     # each reason in its own case only
+        others = [v["en"] for v in said.values() if v is not case]
+        assert all(case["en"] != o for o in others)
+    d = data()
+    d["settings"]["arrival"] = "burst"
+    d["modes"][1]["wall_ms"] = d["modes"][0]["wall_ms"] / 2        # one at a time twice as fast
+    f = read_floor(json.dumps(d))
+    for lang in ("en", "zh"):
+        verdict = fv.verdict_md(f, lang)
+        assert fv.why_not_faster(f, lang) in verdict
+        assert "sparse" not in verdict and "稀疏" not in verdict

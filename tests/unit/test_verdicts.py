@@ -10,7 +10,7 @@ import pytest
 from engine.bench.evaluation import QUESTIONS, last_answer, matches, read_answer, wilson
 from viz.charts import lab, lab_serving
 from viz.text import verdicts
-from viz.fmt import fmt_ms
+from viz.fmt import fmt_bytes, fmt_ms
 from viz.text.labels import LABELS, label
 from tests.paths import ROOT
 
@@ -76,7 +76,10 @@ def test_the_cache_off_line_is_called_rising_or_level_from_its_steps():
 ])
 def test_the_kv_title_and_summary_say_faster_only_when_every_repeat_was(speedup, spread, en, zh):
     held = {lang: lab.kv_chart(LAB, lang).to_dict()["title"]["text"] for lang in LANGS}
-    assert held == {"en": "KV cache: 3.59× faster end to end", "zh": "KV 缓存：端到端提速 3.59×"}
+    runs = LAB["kv_cache"]["speedup_spread"]["runs"]
+    x, n = f"{sorted(runs)[len(runs) // 2]:.2f}×", len(runs)            # the median repeat's speed-up
+    assert held == {"en": f"KV cache: {x} faster end to end (median of {n} repeats)",
+                    "zh": f"KV 缓存：端到端提速 {x}（{n} 次重复的中位数）"}
     changed = lab_copy()
     changed["kv_cache"].update(speedup=speedup, speedup_spread={"median": speedup, "min": spread[0], "max": spread[1]})
     other = {lang: lab.kv_chart(changed, lang).to_dict()["title"]["text"] for lang in LANGS}
@@ -86,6 +89,21 @@ def test_the_kv_title_and_summary_say_faster_only_when_every_repeat_was(speedup,
     if speedup < 1:
         assert f"{1 / speedup:.2f}×" in other["en"]                 # the run with the cache took 1.25x the time
     assert "faster" in lab.kv_summary(LAB, "en") and "faster" not in summary["en"]
+
+
+def test_the_kv_speed_up_is_the_median_repeat_and_says_so():
+    """Each repeat times both modes, so each has its own speed-up; the title says their median (and
+    that it is one), the summary also names the ratio of the two median times, which no repeat need have."""
+    part = lab_copy()["kv_cache"]
+    part.update(speedup=3.6, speedup_spread={"median": 2.9, "min": 2.5, "max": 3.6, "runs": [2.9, 3.6, 2.5]})
+    title, summary = said(verdicts.kv_title, part), said(verdicts.kv_speedup, part)
+    for lang in LANGS:
+        assert "2.90×" in title[lang] and "3.60×" not in title[lang], title[lang]
+        assert "2.90×" in summary[lang] and "3.60×" in summary[lang] and "2.50×" in summary[lang], summary[lang]
+    assert "median of 3 repeats" in title["en"] and "3 次重复的中位数" in title["zh"]
+    assert "Dividing the two median run times instead gives 3.60×" in summary["en"]
+    part["speedup_spread"]["runs"] = [0.8, 0.9, 0.85]                    # every repeat slower: the title flips
+    flips(title, said(verdicts.kv_title, part), {"en": ("faster", "slower"), "zh": ("提速", "反而慢了")})
 
 
 # --- 4, 5, 6 attention kernels: faster, smaller, same result? ------------------------------------
@@ -268,7 +286,9 @@ def test_every_verdict_key_has_an_opposite_in_both_languages():
     """Each comparison has its other wordings in the catalogue (a claim without its opposite would
     be said whatever the figure)."""
     families = ["verdict_kv_title_", "verdict_kv_on_", "verdict_kv_off_", "verdict_attn_time_", "verdict_attn_memory_",
-                "verdict_w_smaller_", "verdict_verify_k_", "verdict_spec_", "verdict_ttft_", "verdict_eval_"]
+                "verdict_w_smaller_", "verdict_verify_k_", "verdict_spec_", "verdict_ttft_", "verdict_eval_",
+                "verdict_batch_cause_", "verdict_prefill_here_", "verdict_prefill_gpus_", "verdict_prof_prefill_",
+                "verdict_kv_tie_", "floor_why_", "lab_baseline_"]
     for family in families:
         assert len([k for k in LABELS if k.startswith(family)]) >= 2, family
 
@@ -290,3 +310,106 @@ def test_the_first_answer_is_said_later_only_when_it_came_later():
                         "zh": ("是普通模式（155 ms）的 20.2×", "差不多早")})
     assert "3.13 s" in held["zh"] and "160 ms" in other["en"]
     assert "sooner" in verdicts.first_answer(155.0, 100.0, "en")
+
+
+# --- 17 batching below the ridge: memory traffic, or outside the roofline? ----------------------
+def test_an_early_batching_jump_is_blamed_on_memory_only_when_the_bytes_grew_with_it():
+    """Below the ridge the step can grow for two reasons the figures tell apart: its bytes (and so its
+    roofline bound) grew with it, or they did not and the growth lies outside what the roofline counts."""
+    part = lab_copy()["batching"]
+    rows = sorted(part["rows"], key=lambda r: r["batch"])
+    one, two = rows[0], rows[1]
+    base = one["step_ms"]["median"]
+    for r in rows[1:]:                                   # the step jumps 1.6x at batch 2, stays below the ridge
+        r["step_ms"]["median"] = base * 1.6
+        r["bytes"], r["bound_ms"] = one["bytes"] * 1.004, one["bound_ms"] * 1.004       # bytes barely move
+        r["compute_bound_ms"] = 0.1 * r["bound_ms"]
+    other = said(verdicts.batching, part)
+    memory = copy.deepcopy(part)
+    for r in sorted(memory["rows"], key=lambda r: r["batch"])[1:]:
+        r["bytes"], r["bound_ms"] = one["bytes"] * 1.5, one["bound_ms"] * 1.5          # each request's KV reads
+    grew = said(verdicts.batching, memory)
+    flips(other, grew, {"en": ("neither the memory traffic nor the arithmetic", "the growth is memory traffic"),
+                        "zh": ("都解释不了这次跳升", "增长来自内存读写")})
+    assert "0.4%" in other["en"] and "0.4%" in other["zh"] and "50%" in grew["en"] and "50%" in grew["zh"]
+    assert f"batch {two['batch']}" in other["en"]
+
+
+# --- 18 the roofline: a prefill is compute-bound only past the ridge ----------------------------
+def test_a_prefill_is_called_compute_bound_only_where_its_rows_say_so():
+    part = lab_copy()["roofline"]
+    own = [r for r in part["rows"] if r["this_model"]]
+    for r in own:                                        # here past the ridge, every GPU short of it
+        r["ttft_bound_by"] = "compute" if r["hardware_measured"] else "memory"
+    held = said(verdicts.roofline_prefill, part)
+    for r in own:                                        # the other way round
+        r["ttft_bound_by"] = "memory" if r["hardware_measured"] else "compute"
+    other = said(verdicts.roofline_prefill, part)
+    flips(held, other, {"en": ("past this machine's ridge point", "short of this machine's ridge point"),
+                        "zh": ("长过这台机器的拐点", "短于这台机器的拐点")})
+    flips(held, other, {"en": ("same prefill is limited by reading the weights", "same prefill is limited by arithmetic"),
+                        "zh": ("同样的预填充受读取权重的带宽限制", "同样的预填充受算力限制")})
+    machine = next(h for h in part["hardware"] if h["measured"])
+    ridge = machine["peak_flops"] / machine["bandwidth_bytes_s"] * 4 / 2          # fp32: 4 bytes a weight
+    assert f"about {ridge:.0f} tokens" in held["en"] and f"约 {ridge:.0f} 个 token" in held["zh"]
+    h100 = next(h for h in part["hardware"] if "H100" in h["name"])
+    assert abs(verdicts.ridge_tokens(h100) - 989 / 3.35) < 1                      # bf16: peak ÷ bandwidth
+    assert f"{own[0]['prompt_tokens']} tokens" in held["en"]
+
+
+def test_a_profiled_prefill_says_which_bound_its_matmuls_met():
+    profile = json.loads((ROOT / "assets" / "profile" / "en-next.json").read_text(encoding="utf-8"))
+    ops = [o for o in profile["phases"]["prefill"]["ops"] if o["family"] == "matmul" and o["layers"]]
+    for o in ops:
+        o["bound"] = "compute"
+    held = said(verdicts.profile_prefill, profile)
+    for o in ops:
+        o["bound"] = "memory"
+    other = said(verdicts.profile_prefill, profile)
+    flips(held, other, {"en": ("limited by arithmetic", "limited by reading the weights"),
+                        "zh": ("受算力限制", "受读取权重的带宽限制")})
+    n = profile["phases"]["prefill"]["tokens"]
+    assert f"{n} tokens" in held["en"] and f"{n} 个 token" in other["zh"]
+
+
+# --- 19 the texts' quoted figures: shares, the baseline, the V100 -> H100 floors, the KV tie -----
+def test_the_quantization_shares_are_the_measured_rows():
+    from viz.text.facts import weights_facts
+    rows = {r["format"]: r["weight_bytes"] for r in LAB["weights"]["rows"] if r.get("available")}
+    for lang in LANGS:
+        f = weights_facts(LAB, lang)
+        assert f["int8_share"] == f"{rows['int8'] / rows['fp32']:.0%}" and f["nf4_share"] == f"{rows['nf4'] / rows['fp32']:.0%}"
+        assert f["int8_vs_bf16"] == f"{rows['int8'] / rows['bf16']:.0%}"
+    plain = lab_copy()
+    del plain["weights"]["gguf"]                          # a model that did not come from a GGUF file
+    held = said(lambda lang: weights_facts(LAB, lang)["baseline"])
+    other = said(lambda lang: weights_facts(plain, lang)["baseline"])
+    flips(held, other, {"en": ("dequantized at load", "fp32 is the baseline here"), "zh": ("反量化", "这里以 fp32 为基准")})
+
+
+def test_the_speed_step_quotes_the_recordings_own_v100_and_h100_floors():
+    from viz.text.facts import speed_facts
+    f = speed_facts(LAB)
+    rows = {r["hardware"]: r for r in LAB["roofline"]["rows"] if r["model"] == f["speed_model"]}
+    old, new = rows[f["old_gpu"]], rows[f["new_gpu"]]
+    assert "V100" in f["old_gpu"] and "H100" in f["new_gpu"]
+    assert f["old_floor"] == fmt_ms(old["tpot_bound_ms"]) and f["new_floor"] == fmt_ms(new["tpot_bound_ms"])
+    assert f["gpu_x"] == f"{old['tpot_bound_ms'] / new['tpot_bound_ms']:.2f}×"
+
+
+def test_the_kv_step_ties_its_growth_to_the_lab_verdict():
+    """Step 3 says a step's time grows with the context, and what the lab's KV chart (step 6) measured
+    at these lengths: level within noise, or growing; the clause follows the fitted line."""
+    from viz.text.facts import kv_facts
+    model = {"layers": 30, "kv_heads": 3, "head_dim": 64, "hidden_size": 576, "heads": 9, "dtype": "float32"}
+    level, rising = lab_copy(), lab_copy()
+    on = level["kv_cache"]["runs"]["cache_on"]
+    on["step_ms"] = [on["step_ms"][0]] + [55.0 + (1.0 if i % 2 else -1.0) for i in range(len(on["step_ms"]) - 1)]
+    up = rising["kv_cache"]["runs"]["cache_on"]
+    up["step_ms"] = [up["step_ms"][0]] + [50.0 + 2.0 * i for i in range(len(up["step_ms"]) - 1)]
+    held = said(lambda lang: kv_facts(level, model, lang)["kv_tie"])
+    other = said(lambda lang: kv_facts(rising, model, lang)["kv_tie"])
+    flips(held, other, {"en": ("within noise", "as 6 · Acceleration measures"), "zh": ("噪声范围内", "就已实测到这种增长")})
+    f = kv_facts(LAB, model, "en")
+    tokens = int(f["kv_context"])
+    assert f["kv_at_context"] == fmt_bytes(2 * 30 * 3 * 64 * 4 * tokens)        # the formula at that context

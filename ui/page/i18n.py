@@ -24,9 +24,7 @@ def facts(lang: str) -> dict[str, str]:
     """The numbers the fixed texts quote (`{prompt_tokens}`, `{kv_heads}`, `{floor}`, ...): from the
     recording the page opens on, its model's config and the recorded lab (viz/text/facts.py), never
     written into the catalogue."""
-    trace, lab = recordings.next_raw(lang), recordings.lab()
-    return {**page_facts.model_facts(trace["model"], len(trace["prompt"]["tokens"]), lang),
-            **page_facts.speed_facts(lab), **page_facts.lab_facts(lab),
+    return {**page_facts.page_facts(recordings.next_raw(lang), recordings.lab(), lang),
             "load_levels": ("、" if lang == "zh" else ", ").join(map(str, LEVELS))}
 
 

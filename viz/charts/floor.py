@@ -202,10 +202,31 @@ def verdict_md(floor: Floor, lang: str = "en") -> str:
     key = "floor_verdict_faster" if ratio >= 1.05 else "floor_verdict_slower"
     same = sum(lane.same_as_generate for lane in floor.lanes)
     first = label(key, lang, n=len(floor.lanes), tput=f"{c.throughput:.1f}", ratio=f"{ratio:.2f}",
-                  alone=f"{alone.throughput:.1f}", same=same)
-    return first + " " + label("floor_verdict_ttft", lang, cont=fmt_ms(percentile(c.ttft_ms, 0.95)),
+                  alone=f"{alone.throughput:.1f}", same=same, why=why_not_faster(floor, lang) if key.endswith("slower") else "")
+    return first + ("" if lang == "zh" else " ") + label("floor_verdict_ttft", lang, cont=fmt_ms(percentile(c.ttft_ms, 0.95)),
                                alone=fmt_ms(percentile(alone.ttft_ms, 0.95)),
                                static=fmt_ms(percentile(static.ttft_ms, 0.95)))
+
+
+def why_not_faster(floor: Floor, lang: str = "en") -> str:
+    """Why continuous batching was not faster here, read from the run's own decode steps: the
+    requests seldom shared a step (fewer than half of the decode steps had more than one request),
+    or they did and a shared step cost nearly as much as one step per request (the step-cost ratio at
+    least 80 % of the batch), or they did, cheaply or with no single-request step to compare with, and
+    the run was still not faster (said without a reason the figures do not give)."""
+    steps = floor.decode_steps()
+    total = sum(len(ms) for ms in steps.values())
+    together = sum(len(ms) for n, ms in steps.items() if n > 1)
+    values = dict(together=together, steps=total)
+    if 2 * together < total or not together:
+        return label("floor_why_apart", lang, **values)
+    ratio = step_ratio(floor)
+    if ratio is None or ratio[1] < COSTLY * ratio[0]:
+        return label("floor_why_overlap", lang, **values)
+    return label("floor_why_costly", lang, most=ratio[0], step_x=f"{ratio[1]:.1f}", **values)
+
+
+COSTLY = 0.8       # a step for n requests costing at least 0.8·n single steps saves little by sharing
 
 
 def ties_md(floor: Floor, lang: str = "en") -> str:

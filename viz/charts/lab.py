@@ -353,7 +353,7 @@ def quality_line(result: dict, lang: str = "en") -> str:
     each = [label("lab_quality_row", lang, fmt=format_name(r["format"], lang),
                   agree=f"{r['top1_agreement']:.1%}", kl=f"{r['mean_kl']:.3f}") for r in rows]
     return label("lab_quality_line", lang, rows=("；" if lang == "zh" else "; ").join(each),
-                 n=part.get("quality_positions", "?"))
+                 n=part.get("quality_positions", "?"), baseline=verdicts.baseline(part, lang, brief=True))
 
 
 # --- 4 roofline ---------------------------------------------------------------------------------
@@ -464,10 +464,11 @@ def roofline_summary(result: dict, lang: str = "en") -> str:
     machine = next((h for h in part.get("hardware", []) if h.get("measured")), None)
     if here is None or machine is None:
         return label("lab_partial", lang)
-    return label("lab_roof_means", lang, bw=f"{machine['bandwidth_bytes_s'] / 1e9:.1f}",
-                 flops=f"{machine['peak_flops'] / 1e9:.0f}", tpot=fmt_ms(here["measured_tpot_ms"]),
-                 bound=fmt_ms(here["tpot_bound_ms"]), ratio=_ratio(here["tpot_ratio"]),
-                 ttft_ratio=_ratio(here["ttft_ratio"]))
+    means = label("lab_roof_means", lang, bw=f"{machine['bandwidth_bytes_s'] / 1e9:.1f}",
+                  flops=f"{machine['peak_flops'] / 1e9:.0f}", tpot=fmt_ms(here["measured_tpot_ms"]),
+                  bound=fmt_ms(here["tpot_bound_ms"]), ratio=_ratio(here["tpot_ratio"]),
+                  ttft_ratio=_ratio(here["ttft_ratio"]))
+    return (" " if lang == "en" else "").join([means, verdicts.roofline_prefill(part, lang)])
 
 
 SUMMARIES = {"kv_cache": kv_summary, "attention": attention_summary, "weights": weights_summary,

@@ -16,6 +16,7 @@ import altair as alt
 import pandas as pd
 
 from viz.fmt import fmt_ms, wrap_lines
+from viz.text import verdicts
 from viz.text.labels import label
 from viz.charts.theme import BLUE, GREY, INK, ORANGE, PURPLE
 
@@ -226,8 +227,10 @@ def summary_md(profile: dict | None, lang: str) -> str:
     frame = groups_frame(profile, lang)
     decode = frame[frame["phase"] == label("prof_short_decode", lang)].set_index("group")["ratio"]
     small = [label(f"prof_group_{g}", lang) for g in ("norms", "elementwise", "attention")]
-    return label("prof_summary", lang, n=pre["tokens"], prefill=fmt_ms(pre["forward_ms"]),
-                 prefill_x=_ratio_text(pre["forward_ms"] / pre["predicted_ms"]), decode=fmt_ms(dec["forward_ms"]),
-                 decode_x=_ratio_text(dec["forward_ms"] / dec["predicted_ms"]),
-                 matmul_x=_ratio_text(decode.get(label("prof_group_matmul", lang))),
-                 small_x=_ratio_text(min((decode[g] for g in small if g in decode), default=None)))
+    summary = label("prof_summary", lang, n=pre["tokens"], prefill=fmt_ms(pre["forward_ms"]),
+                    prefill_x=_ratio_text(pre["forward_ms"] / pre["predicted_ms"]), decode=fmt_ms(dec["forward_ms"]),
+                    decode_x=_ratio_text(dec["forward_ms"] / dec["predicted_ms"]),
+                    matmul_x=_ratio_text(decode.get(label("prof_group_matmul", lang))),
+                    small_x=_ratio_text(min((decode[g] for g in small if g in decode), default=None)))
+    # compute- or memory-bound, as this prefill's length stands to the machine's ridge point
+    return ("" if lang == "zh" else " ").join(x for x in (summary, verdicts.profile_prefill(profile, lang)) if x)

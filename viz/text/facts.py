@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import re
 
-from engine.schema.specs import CONTEXTS, PUBLIC_MODELS, kv_bytes
+from engine.schema.specs import CONTEXTS, PUBLIC_MODELS, dtype_bytes, kv_bytes
 
 from viz.fmt import DASH, fmt_bytes, fmt_ms
 from viz.frames import MIN_WEIGHT, context_name
+from viz.text import verdicts
+from viz.text.labels import label
 
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
@@ -46,18 +48,30 @@ def model_facts(model: dict, prompt_tokens: int, lang: str) -> dict[str, str]:
         # the logit lens multiplies every layer's hidden state by the unembedding (hidden x vocab);
         # a decode step does about one multiply-add per parameter
         "lens_ratio": f"{model['layers'] * model['hidden_size'] * model['vocab_size'] / model['parameters']:.2g}",
+        # what a run keeps for it instead: every layer's last-position state but the last, float32
+        "lens_state": fmt_bytes((model["layers"] - 1) * model["hidden_size"] * 4),
+        # the embedding table (vocab x hidden; tied to the output head), which quantization leaves alone
+        "embed_share": f"{model['vocab_size'] * model['hidden_size'] / model['parameters']:.0%}",
     }
 
 
 def speed_facts(lab: dict | None) -> dict[str, str]:
     """From the recorded roofline: the decode floor of this model on this machine (its measured
-    bandwidth) and of a larger public model on the fastest GPU it projects."""
+    bandwidth); the floor of a larger public model on the oldest GPU it projects and on the H100
+    (the V100 → H100 step people feel), and the ridge points where a prefill turns compute-bound."""
     roof = (lab or {}).get("roofline") or {}
     rows, hardware = roof.get("rows") or [], roof.get("hardware") or []
     here = next((r for r in rows if r.get("this_model") and r.get("hardware_measured")), None)
     machine = next((h for h in hardware if h.get("measured")), None)
-    gpu = next((h for h in reversed(hardware) if not h.get("measured")), None)
-    other = next((r for r in rows if not r.get("this_model") and gpu and r.get("hardware") == gpu["name"]), None)
+    gpus = [h for h in hardware if not h.get("measured")]
+    gpu = gpus[-1] if gpus else None                       # the fastest GPU projected
+    old = gpus[0] if gpus else None                         # the oldest (the V100)
+    new = next((h for h in gpus if "H100" in h["name"]), gpu)
+
+    def floor_on(hw: dict | None) -> dict | None:          # the first public model's row on `hw`
+        return next((r for r in rows if not r.get("this_model") and hw and r.get("hardware") == hw["name"]), None)
+    other, on_old, on_new = floor_on(gpu), floor_on(old), floor_on(new)
+    ridges = sorted(verdicts.ridge_tokens(h) for h in gpus)
     return {
         "weights": fmt_bytes(here["weight_bytes"]) if here else DASH,
         "bandwidth": f"{machine['bandwidth_bytes_s'] / 1e9:.3g} GB/s" if machine else DASH,
@@ -65,10 +79,51 @@ def speed_facts(lab: dict | None) -> dict[str, str]:
         "speed_model": other["model"] if other else DASH,
         "gpu": gpu["name"] if gpu else DASH,
         "gpu_floor": fmt_ms(other["tpot_bound_ms"]) if other else DASH,
+        "old_gpu": old["name"] if old else DASH, "new_gpu": new["name"] if new else DASH,
+        "old_floor": fmt_ms(on_old["tpot_bound_ms"]) if on_old else DASH,
+        "new_floor": fmt_ms(on_new["tpot_bound_ms"]) if on_new else DASH,
+        "gpu_x": verdicts.times(on_old["tpot_bound_ms"] / on_new["tpot_bound_ms"]) if on_old and on_new else DASH,
+        "bw_x": verdicts.times(new["bandwidth_bytes_s"] / old["bandwidth_bytes_s"]) if old and new else DASH,
+        "ridge_here": f"{verdicts.ridge_tokens(machine):.0f}" if machine else DASH,
+        "ridge_gpus": verdicts.span(ridges) if ridges else DASH,
     }
+
+
+def weights_facts(lab: dict | None, lang: str) -> dict[str, str]:
+    """From the recorded weights experiment: each smaller format's measured memory as a share of
+    fp32's (and int8's of bf16's), and what the fp32 baseline is (the shipped file, dequantized)."""
+    part = (lab or {}).get("weights") or {}
+    rows = {r["format"]: r for r in part.get("rows", []) if r.get("available") and r.get("weight_bytes")}
+
+    def share(fmt: str, of: str) -> str:
+        return f"{rows[fmt]['weight_bytes'] / rows[of]['weight_bytes']:.0%}" if fmt in rows and of in rows else DASH
+    return {"int8_share": share("int8", "fp32"), "int8_vs_bf16": share("int8", "bf16"), "nf4_share": share("nf4", "fp32"),
+            "baseline": verdicts.baseline(part, lang)}
+
+
+def kv_facts(lab: dict | None, model: dict, lang: str) -> dict[str, str]:
+    """From the recorded KV experiment: the longest context its cache-on run reached, the cache's size
+    there (the model's config through the formula), and what its step times did (the step-6 verdict)."""
+    part = (lab or {}).get("kv_cache") or {}
+    on = (part.get("runs") or {}).get("cache_on")
+    if not on or len(on.get("step_ms") or []) < 4:
+        return {"kv_context": DASH, "kv_at_context": DASH, "kv_tie": ""}
+    line = verdicts.kv_line(on, int(part.get("prompt_tokens") or 0))
+    head_dim = model.get("head_dim") or model["hidden_size"] // model["heads"]
+    return {"kv_context": str(line["b"]),
+            "kv_at_context": fmt_bytes(kv_bytes(model["layers"], model["kv_heads"], head_dim, line["b"],
+                                                  dtype_bytes(model.get("dtype", "float32")))),
+            "kv_tie": label(f"verdict_kv_tie_{line['trend']}", lang)}
 
 
 def lab_facts(lab: dict | None) -> dict[str, str]:
     """From the recorded lab: the k values the verification experiment timed."""
     ks = [r["k"] for r in ((lab or {}).get("verify") or {}).get("rows", [])]
     return {"k_min": str(min(ks)) if ks else DASH, "k_max": str(max(ks)) if ks else DASH}
+
+
+def page_facts(trace: dict, lab: dict | None, lang: str) -> dict[str, str]:
+    """Every fact above, for the recording `trace` (a plain trace dict) and the recorded `lab`."""
+    return {**model_facts(trace["model"], len(trace["prompt"]["tokens"]), lang), **speed_facts(lab),
+            **lab_facts(lab), **weights_facts(lab, lang), **kv_facts(lab, trace["model"], lang),
+            "floor_step_title": label("floor_step_title", lang)}

@@ -13,7 +13,9 @@ Pure functions of plain data: no torch, no Gradio (viz/ imports only the torch-f
 from __future__ import annotations
 
 import math
+import statistics
 
+from engine.schema.specs import dtype_bytes
 from viz.fmt import fmt_bytes, fmt_ms
 from viz.text.labels import label
 
@@ -24,6 +26,15 @@ ONE_RUN = 0.10          # two single measurements within 10 % are "about the sam
 def _x(ratio: float) -> str:
     """A ratio as the page writes it: "3.59×", "12.5×"."""
     return f"{ratio:.1f}×" if ratio >= 10 else f"{ratio:.2f}×"
+
+
+times = _x           # the same, for the facts the fixed texts quote (viz/text/facts.py)
+
+
+def span(values: list[float]) -> str:
+    """Whole numbers from the smallest to the largest: "139–295" (one number when they round alike)."""
+    lo, hi = f"{min(values):.0f}", f"{max(values):.0f}"
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def _pct(share: float) -> str:
@@ -82,35 +93,55 @@ def kv_lines(part: dict, lang: str) -> str:
     return _join(out, lang)
 
 
-def kv_speedup_case(part: dict) -> str | None:
-    """"faster", "slower" or "same" end to end with the cache: faster only if every repeat's
-    speed-up is above 1, slower only if every one is below 1 (one repeat: 5 % either way)."""
+def kv_speedups(part: dict) -> tuple[float, float, float, int] | None:
+    """The cache's end-to-end speed-up as (median, min, max, repeats) of the repeats' own speed-ups
+    (each repeat times both modes, so each has its own ratio). The experiment's `speedup` is the ratio
+    of the two median times, which need not be any repeat's: the page says the median of the ratios,
+    and names the other where it says both."""
     x = part.get("speedup")
     if not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
         return None
-    lo, hi = _low_high(part.get("speedup_spread"), x)
-    if lo == hi:
+    spread = part.get("speedup_spread") or {}
+    runs = [r for r in spread.get("runs") or [] if r > 0]
+    if runs:
+        return statistics.median(runs), min(runs), max(runs), len(runs)
+    if "median" in spread:            # a spread kept without its runs
+        lo, hi = _low_high(spread, spread["median"])
+        return float(spread["median"]), lo, hi, int(part.get("repeats") or 1)
+    return x, x, x, 1                 # one measurement only: its ratio (5 % either way for the case)
+
+
+def kv_speedup_case(part: dict) -> str | None:
+    """"faster", "slower" or "same" end to end with the cache: faster only if every repeat's
+    speed-up is above 1, slower only if every one is below 1 (one repeat: 5 % either way)."""
+    found = kv_speedups(part)
+    if found is None:
+        return None
+    x, lo, hi, n = found
+    if n == 1:
         lo, hi = x * (1 - SAME_SIZE), x * (1 + SAME_SIZE)
     return "faster" if lo > 1 else "slower" if hi < 1 else "same"
 
 
 def kv_title(part: dict, lang: str) -> str | None:
-    """The KV chart's title: "KV cache: 3.59× faster end to end", or what the figure says instead."""
+    """The KV chart's title: "KV cache: 2.94× faster end to end (median of 3 repeats)", or what the
+    figure says instead."""
     case = kv_speedup_case(part)
     if case is None:
         return None
-    x = part["speedup"]
-    return label(f"verdict_kv_title_{case}", lang, x=_x(1 / x if case == "slower" else x))
+    x, _, _, n = kv_speedups(part)
+    return label(f"verdict_kv_title_{case}", lang, x=_x(1 / x if case == "slower" else x), n=n)
 
 
 def kv_speedup(part: dict, lang: str) -> str:
-    """End to end with the cache against without, and the range of the repeats' speed-ups."""
+    """End to end with the cache against without: the median of the repeats' speed-ups, their range,
+    and the ratio of the median times beside it."""
     case = kv_speedup_case(part)
     if case is None:
         return ""
-    x = part["speedup"]
-    lo, hi = _low_high(part.get("speedup_spread"), x)
-    return label(f"verdict_kv_{case}", lang, x=_x(1 / x if case == "slower" else x), lo=_x(lo), hi=_x(hi))
+    x, lo, hi, n = kv_speedups(part)
+    return label(f"verdict_kv_{case}", lang, x=_x(1 / x if case == "slower" else x), lo=_x(lo), hi=_x(hi), n=n,
+                 of_medians=_x(part["speedup"]))
 
 
 # --- attention kernels (lab experiment 2) -------------------------------------------------------
@@ -185,6 +216,61 @@ def weights(part: dict, lang: str, names: dict[str, str]) -> str:
     return _join(out, lang)
 
 
+def baseline(part: dict, lang: str, brief: bool = False) -> str:
+    """What the fp32 row of the weights experiment is: the file the model ships as, dequantized at
+    load, when the experiment says it came from one (its `gguf` entry), else just the baseline;
+    `brief` leaves out what that means for the quality figures (said where the space is)."""
+    gguf = (part or {}).get("gguf")
+    if gguf:
+        key = "lab_baseline_gguf_brief" if brief else "lab_baseline_gguf"
+        return label(key, lang, file=gguf.get("format") or gguf.get("file", "GGUF"))
+    return label("lab_baseline_plain", lang)
+
+
+# --- the roofline: where a prefill turns from memory- to compute-bound ---------------------------
+def ridge_tokens(hardware: dict) -> float:
+    """The prompt length where a prefill's matrix multiplies turn from memory- to compute-bound on
+    `hardware`. Each weight, read once (b bytes), is multiplied and added once per prompt token: T
+    tokens do 2·T FLOPs per b bytes read. The machine's ridge point is its peak FLOP/s ÷ bandwidth (FLOP
+    per byte), so the two bounds meet at T = ridge · b / 2 (activations left out: they are small
+    beside the weights at these lengths)."""
+    ridge = hardware["peak_flops"] / hardware["bandwidth_bytes_s"]
+    return ridge * dtype_bytes(hardware.get("precision") or "bfloat16") / 2
+
+
+def roofline_prefill(part: dict, lang: str) -> str:
+    """For the prompt the roofline experiment timed: is this model's prefill bound by arithmetic or by
+    reading the weights, here and on each projected GPU (the rows' own `ttft_bound_by`), with the
+    ridge points in tokens that decide it."""
+    hardware = {h["name"]: h for h in part.get("hardware") or []}
+    rows = [r for r in part.get("rows") or [] if r.get("this_model") and r.get("hardware") in hardware]
+    out = []
+    here = next((r for r in rows if r.get("hardware_measured")), None)
+    if here is not None and here.get("ttft_bound_by") in ("compute", "memory"):
+        out.append(label(f"verdict_prefill_here_{here['ttft_bound_by']}", lang, p=here["prompt_tokens"],
+                         ridge=f"{ridge_tokens(hardware[here['hardware']]):.0f}"))
+    for bound in ("memory", "compute"):
+        group = [r for r in rows if not r.get("hardware_measured") and r.get("ttft_bound_by") == bound]
+        if group:
+            out.append(label(f"verdict_prefill_gpus_{bound}", lang,
+                             gpus=("、" if lang == "zh" else ", ").join(r["hardware"] for r in group),
+                             ridges=span([ridge_tokens(hardware[r["hardware"]]) for r in group])))
+    return _join(out, lang)
+
+
+def profile_prefill(profile: dict, lang: str) -> str:
+    """Whether a profiled prefill's layer matrix multiplies were compute- or memory-bound (most of
+    them, as the profile's own roofline marks each), beside this machine's ridge point in tokens."""
+    ops = ((profile.get("phases") or {}).get("prefill") or {}).get("ops") or []
+    matmuls = [o for o in ops if o.get("family") == "matmul" and o.get("layers") and o.get("bound")]
+    machine = profile.get("machine") or {}
+    if not matmuls or not machine.get("peak_flops") or not machine.get("bandwidth_bytes_s"):
+        return ""
+    case = "compute" if 2 * sum(o["bound"] == "compute" for o in matmuls) > len(matmuls) else "memory"
+    ridge = ridge_tokens({**machine, "precision": profile.get("dtype")})
+    return label(f"verdict_prof_prefill_{case}", lang, n=profile["phases"]["prefill"]["tokens"], ridge=f"{ridge:.0f}")
+
+
 # --- batching (lab experiment 5) ----------------------------------------------------------------
 def batch_grows_from(part: dict) -> int | None:
     """The first batch whose step time reaches the threshold (1.25× unless the run says) times
@@ -215,7 +301,26 @@ def batching(part: dict, lang: str) -> str:
     values.update(b=grows["batch"], ms=fmt_ms(grows["step_ms"]["median"]), x=_x(grows["step_ms"]["median"] / one))
     if ridge is not None and grows["batch"] >= ridge:
         return label("verdict_batch_compute", lang, **values)
-    return label("verdict_batch_early" if ridge is not None else "verdict_batch_early_no_ridge", lang, **values)
+    early = label("verdict_batch_early" if ridge is not None else "verdict_batch_early_no_ridge", lang, **values)
+    return _join([early, batch_cause(rows[0], grows, lang)], lang)
+
+
+def batch_cause(one: dict, grown: dict, lang: str) -> str:
+    """What the figures say about a step that grew below the ridge: memory traffic only if the
+    roofline's bound (bytes ÷ bandwidth there) grew at least half as much as the step did; else
+    the growth lies outside what the roofline counts. Needs the rows' bytes and bounds."""
+    if not one.get("bytes") or not one.get("bound_ms") or not grown.get("bound_ms"):
+        return ""
+    step = grown["step_ms"]["median"] / one["step_ms"]["median"] - 1
+    bound = grown["bound_ms"] / one["bound_ms"] - 1
+    case = "memory" if step > 0 and bound >= step / 2 else "other"
+    return label(f"verdict_batch_cause_{case}", lang, bytes=_share_up(grown["bytes"] / one["bytes"] - 1),
+                 bound=_share_up(bound), b=grown["batch"])
+
+
+def _share_up(change: float) -> str:
+    """A growth as a percentage, with a decimal when it is small: "0.4%", "66%"."""
+    return f"{change:.1%}" if abs(change) < 0.1 else f"{change:.0%}"
 
 
 # --- verifying k tokens (lab experiment 6) ------------------------------------------------------
