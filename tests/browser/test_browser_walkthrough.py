@@ -8,8 +8,10 @@ VISUALS = {0: "#wt-compare", 1: "#wt-heatmap", 2: "#wt-kv", 3: "#wt-candidates",
            5: "#wt-lab", 6: "#wt-reasoning-chart", 7: "#wt-playground", 8: "#wt-floor", 9: "#wt-profile"}
 SOURCE = {"en-US": "recording", "zh-CN": "录制版本"}
 NEXT = {"en-US": "Next", "zh-CN": "下一步"}
-VERDICT = {"en-US": "Checked against the right answer, 12", "zh-CN": "对照正确答案 7"}
-WRONG = {"en-US": "wrong", "zh-CN": "错误"}      # the recorded normal answers (2; 12) are wrong
+# one problem in both languages (5 + 7), so one right answer; the recorded normal answers are wrong
+# (en: 2; zh: it repeats the question, 5 then 7)
+VERDICT = {"en-US": "Checked against the right answer, 12", "zh-CN": "对照正确答案 12"}
+WRONG = {"en-US": "wrong", "zh-CN": "错误"}
 
 
 @pytest.mark.parametrize("locale", ["en-US", "zh-CN"])

@@ -3,6 +3,7 @@ against thinking budget on the built-in questions."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import gradio as gr
@@ -31,12 +32,27 @@ EXAMPLES = [[q.text] for q in QUESTIONS if q.id in ("add", "apples", "zh-apples"
 BUDGETS = [0, 16, 32, 64, 128, 256]
 
 
+def builtin_question(prompt: str):
+    """The built-in question (engine/bench/evaluation.py) a prompt asks, checked against its answer:
+    one of the set, or the walkthrough's question in another language. That one is the same problem
+    in every language (assets/strings/walkthrough.json: its English is a built-in question), so a
+    presenter who switches language gets the same question and the same check."""
+    found = next((q for q in QUESTIONS if q.text == prompt), None)
+    if found is not None:
+        return found
+    asked = {prompt_of(lang, "question"): lang for lang in LANGS}
+    original = next((q for q in QUESTIONS if q.text == prompt_of("en", "question")), None)
+    if prompt in asked and original is not None:
+        return dataclasses.replace(original, lang=asked[prompt], text=prompt)
+    return None
+
+
 def verdict_md(normal: Trace, reasoning: Trace, lang: str, brief: bool = False) -> str:
     """Chapter 7 says plainly whether each mode's answer is right (the whole answer judged) and what
     the right one is; unless `brief` (a projector, where the narration says the rest), also how much
     later the first answer token came, what the recorded evaluation measured, why one question
     proves little and where to see a real reasoning model."""
-    question = next((q for q in QUESTIONS if q.text == normal.prompt.raw), None)
+    question = builtin_question(normal.prompt.raw)
     if question is None:
         return ""
 
