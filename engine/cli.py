@@ -10,7 +10,9 @@ from pathlib import Path
 
 from engine import commands
 from engine.commands import load as load_command
+from engine.bench.evaluation import BUDGETS
 from engine.errors import EngineError, InvalidRequest
+from engine.schema.lab import EXPERIMENTS
 from engine.schema.validate import read_trace, validate
 
 
@@ -65,7 +67,7 @@ def parser() -> argparse.ArgumentParser:
     _model_args(lab)
     lab.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (tests)")
     lab.add_argument("--only", default=None,
-                     help="comma list of experiments: kv_cache,attention,weights,roofline,batching,verify,speculative")
+                     help="comma list of experiments: " + ",".join(EXPERIMENTS))
     lab.add_argument("--draft", default=None,
                      help="a draft model for speculative decoding, with the model's vocabulary (hub id or folder; "
                           "'embedded' drafts with the model itself, which shows the mechanism, not a gain)")
@@ -88,7 +90,8 @@ def parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="accuracy and time on the built-in questions at several thinking budgets")
     _model_args(ev)
-    ev.add_argument("--budgets", default="0,64,256", help="comma list of thinking budgets (0 = normal mode)")
+    ev.add_argument("--budgets", default=",".join(map(str, BUDGETS)),
+                    help="comma list of thinking budgets (0 = normal mode)")
     ev.add_argument("--limit", type=int, default=None, help="use only the first N questions")
     ev.add_argument("--json", action="store_true", help="print JSON only")
     for command in commands.modules():        # one file each in engine/commands/

@@ -12,7 +12,8 @@ from engine import EngineError
 from engine.errors import InvalidRequest
 
 from ui.api.args import file_path, lang_of_caller, number_arg, text_arg
-from ui.chapters.views import clamp, least_sure_step
+from ui.chapters.common import clamp
+from ui.chapters.decode import least_sure_step
 from ui.host.errors import refused
 from ui.host.uploads import read_upload
 from ui.share.charts_out import CHARTS, write

@@ -168,6 +168,11 @@ class Models:
         self.wait()
         return self.engines[self.default]
 
+    def of_trace(self, trace) -> Engine | None:
+        """The loaded engine a trace was recorded with, if this page has it (None: another model's file)."""
+        first_model_loaded()         # during start-up the table is empty until then
+        return self.engines.get(trace.model.id)
+
     @contextmanager
     def exclusive(self, reason: str):
         """Hold every loaded engine for a lab experiment: no visitor's run, on any model, shares the
