@@ -8,11 +8,10 @@ from dataclasses import replace
 
 import gradio as gr
 
-from engine import environment
 from engine.bench.sweep import LENGTHS, ttft_sweep
 from engine.errors import EngineError
 from engine.run.request import APP_DEFAULTS
-from engine.served.load import Slo, load_sweep
+from engine.served.load import load_sweep
 from engine.schema.trace import Trace
 from viz import html
 from viz.charts import served_load, speed
@@ -27,7 +26,6 @@ from ui.page.i18n import t
 
 SWEEP_TEXT = "Hello, world! " * 4          # the TTFT sweep's text when the prompt box is empty
 LOAD_TEXT = "Explain in two sentences why the sky is blue."      # the load sweep's, likewise
-LOAD_TOKENS, LOAD_ROUNDS, LOAD_BUDGET_S = 32, 1, 90               # one bounded wave per level
 
 
 def speed_view(trace: Trace, lang: str) -> tuple:
@@ -69,8 +67,8 @@ class Speed:
         return gr.Plot(speed.ttft_vs_length_chart(rows, lang=lang), visible=True)
 
     def load_sweep(self, source, prompt, chat_template, lang, progress=gr.Progress()):
-        """The chosen served model under 1, 2, 4 and 8 concurrent streams (bounded: one wave per
-        level, 32 tokens each, a 90 s budget; one sweep at a time on the page). Each request sends
+        """The chosen served model under 1, 2, 4 and 8 concurrent streams (bounded: engine/served/load.py's
+        one wave per level and time budget; one sweep at a time on the page). Each request sends
         what a run of the same prompt sends: the chat template applied as `stream_served` applies
         it (client.sent_text), so a prompt that runs also sweeps."""
         endpoint = self.run.endpoint(source, lang)
@@ -81,9 +79,7 @@ class Speed:
             local = self.run.served_tokenizer(endpoint, lang)
             sent = torch_side("engine.served.client").sent_text(
                 endpoint, text, replace(APP_DEFAULTS, chat_template=bool(chat_template)), local)
-            result = load_sweep(endpoint, sent, max_tokens=LOAD_TOKENS, rounds=LOAD_ROUNDS,
-                                slo=Slo(*environment.slo_ms()), budget_s=LOAD_BUDGET_S,
-                                progress=lambda f, d: progress(f, desc=d))
+            result = load_sweep(endpoint, sent, progress=lambda f, d: progress(f, desc=d))   # the host's SLO
             return (gr.Plot(served_load.load_chart(result, lang=lang), visible=True),
                     gr.Dataframe(served_load.load_table(result, lang=lang), visible=True))
         except EngineError as exc:

@@ -10,12 +10,14 @@ writes the file. The page's "Download the walkthrough" and `python -m engine dec
 
 from __future__ import annotations
 
+from engine.errors import InvalidRequest
 from engine.schema.trace import Trace
 from viz.html.cards import speed_figures
 from viz.out.deck import Slide, deck_html as write_deck
 from viz.text.facts import fill
 from viz.fmt import device_name
 from viz.text.labels import label
+from viz.text.strings import LANGS
 
 from ui.host.recordings import recorded
 from ui.page.i18n import facts, text
@@ -62,7 +64,8 @@ def cover(example: Trace, lang: str, source: str) -> Slide:
 def deck_html(traces: dict[str, Trace] | None, lang: str, live: bool = False) -> str:
     """The deck for `traces` (None: the walkthrough's recordings in `lang`); a missing "normal" or
     "reasoning" is taken from the recording (the reasoning step then shows the recorded comparison)."""
-    lang = "zh" if lang == "zh" else "en"
+    if lang not in LANGS:
+        raise InvalidRequest(f"the deck speaks {', '.join(LANGS)}, not {lang[:20]!r}")
     chosen = {**recorded(lang), **(traces or {})}
     example = chosen["next"]
     source = label("deck_source_live" if live else "deck_source_recorded", lang)

@@ -32,6 +32,8 @@ from engine.host.shared_runs import store
 from engine.run.request import PLAYGROUND
 from engine.schema.branches import ROOT, view
 
+from viz.text.strings import LANGS
+
 from ui.share.charts_out import chapter_files, plots_in
 from ui.share.deck import deck_html
 from ui.host.errors import message, refused
@@ -143,13 +145,13 @@ class Share:
         query = dict(request.query_params) if request is not None else {}
         where = query.get("open")
         wanted = query.get("lang")
-        if where not in ("explore", "walkthrough") or (wanted in ("en", "zh") and wanted != lang):
+        if where not in ("explore", "walkthrough") or (wanted in LANGS and wanted != lang):
             return gr.skip()
         notes: list[str] = []
         out = (self.open_walkthrough(query, lang, bool(present), notes) if where == "walkthrough"
                else self.open_explore(query, lang, notes))
         say = " ".join([text("share_opened", lang), *notes]) if notes else ""
-        if wanted in ("en", "zh"):
+        if wanted in LANGS:
             out.update({b: type(b)(label=text(b.label.key, lang)) for b in self.named})
         return {**out, self.note: gr.update(value=say, visible=bool(notes))}
 
