@@ -59,7 +59,7 @@ def number(name: str, value, lo: float = -math.inf, hi: float = math.inf, intege
            lo_open: bool = False) -> int | float:
     """`value` as an int (`integer`) or a float, if it is a finite number in [lo, hi] (lo excluded
     when `lo_open`); whole numbers may come as floats (sliders send 48.0). The one number check of
-    the engine, the page (ui/chapters/actions.py) and the API (ui/api/)."""
+    the engine, the page (ui/chapters/run.py) and the API (ui/api/)."""
     got = repr(value)[:40]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidRequest(f"{name} must be a number, got {got}", "not_number", name=name, got=got)
