@@ -82,6 +82,9 @@ class OneEngine:
     def exclusive(self, reason):
         return Models.exclusive(self, reason)
 
+    def of_trace(self, trace):
+        return Models.of_trace(self, trace)
+
 
 class LockingEngine(FakeEngine):
     def __init__(self, model_id, limits=None):
