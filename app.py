@@ -33,123 +33,65 @@ import gradio as gr
 # after (main), so a visitor sees it in seconds (tests/unit/test_startup.py keeps it so).
 from engine import EngineError
 from engine.compiled.main_thread import MAIN
-from engine.environment import Limits
-from engine.served import Endpoint, endpoints_from_env
-from engine.schema.specs import short_name
-from engine.schema.trace import ModelInfo
-from ui.walkthrough import tab as walkthrough
-from ui.chapters.actions import Actions
+from engine.served import endpoints_from_env
 from ui import api
 from ui.chapters.explore import Explore
-from ui.page.i18n import I18N, LANG_SYNC_JS, lang_of, t, text
+from ui.chapters.run import Run
 from ui.host.models import Models, allowed_from_env
 from ui.host.recordings import page_css
-from ui.share.links import LANG_JS as LINK_LANG_JS, Share
 from ui.page.fonts import font_css, theme
+from ui.page.header import PRESENTER_JS, Header, caps_md, loading_md
+from ui.page.i18n import I18N, LANG_SYNC_JS, lang_of, t
+from ui.share.links import LANG_JS as LINK_LANG_JS, Share
+from ui.walkthrough import tab as walkthrough
 from viz.html.css import CSS, HEAD_CSS
-from viz.text.facts import fmt_count
-
-
-PRESENTER_JS = "(on) => { document.body.classList.toggle('tbt-present', on); return on; }"
-
-
-def model_line(i: ModelInfo, lang: str) -> str:
-    quant = f" · {i.quantization}" if i.quantization else ""
-    return text("model_line", lang).format(
-        id=i.id, arch=i.architecture, params=f"{i.parameters / 1e6:.0f}", layers=i.layers, heads=i.heads,
-        kv=i.kv_heads, quant=quant, dtype=i.dtype, device=i.device, attn=i.attn_implementation)
-
-
-def model_plain(i: ModelInfo, lang: str, served: Endpoint | None = None) -> str:
-    """The model in plain words, first thing on the page (the technical line is behind a toggle);
-    while "Run on" names a served model (`served`), where runs go: that server, not this one's CPU."""
-    device = {"cpu": "CPU"}.get(i.device.split(":")[0], "GPU")
-    if served is not None:
-        return text("model_plain_served", lang).format(endpoint=served.name, model=served.model,
-                                                       name=short_name(i.id), device=device)
-    return text("model_plain", lang).format(name=short_name(i.id), params=fmt_count(i.parameters, lang), device=device)
-
-
-def loading_md(models: Models, lang: str) -> str:
-    """The header while the model loads (the page is up first: main)."""
-    return text("model_loading", lang).format(name=short_name(models.default))
-
-
-def caps_md(limits: Limits, lang: str) -> str:
-    """The host's caps, as the visitor sees them."""
-    return text("caps", lang).format(
-        chars=f"{limits.max_prompt_chars:,}", tokens=f"{limits.max_prompt_tokens:,}", new=f"{limits.max_new_tokens:,}",
-        mb=f"{limits.max_upload_bytes / 1e6:.0f}", lab=f"{limits.lab_max_prompt_tokens:,}", seconds=limits.lab_seconds)
 
 
 def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
-    actions = Actions(models, endpoints)
+    run = Run(models, endpoints)
     with gr.Blocks(title="Token by Token", delete_cache=(1800, 3600)) as demo:
         lang, present = gr.State("en"), gr.State(False)
-        with gr.Column(elem_id="tbt-header"):
-            gr.Markdown(t("title"))
-            # the page is built before the model loads (main): what describes the model comes with
-            # the page's first update (on_sync), which waits for it
-            with gr.Row():
-                plain = gr.Markdown(loading_md(models, "en"), elem_id="model-plain")
-                presenter = gr.Checkbox(label=t("presenter"), value=False, elem_id="presenter", scale=0,
-                                        min_width=160)
-            notice = gr.Markdown(visible=False, elem_id="model-notice")    # the default could not be loaded
-            model_id = gr.Dropdown(models.allowed, value=models.default, label=t("model_choice"),
-                                   visible=len(models.allowed) > 1, elem_id="model-choice")
-            # the jargon (architecture, dtype, kernel) and the host's caps, one click away
-            with gr.Accordion(t("technical"), open=False, elem_id="technical"):
-                line = gr.Markdown(elem_id="model-line")
-                caps = gr.Markdown(caps_md(models.limits, "en"), elem_classes="tbt-hint", elem_id="caps")
-                gr.Markdown(t("language_hint"), elem_classes="tbt-hint")
+        head = Header(models, run.endpoints)
         gr.HTML("", js_on_load=LINK_LANG_JS, elem_id="link-lang")       # a shared link's language (ui/share/links.py)
         sync = gr.HTML("", js_on_load=LANG_SYNC_JS, elem_id="lang-sync")
         share_note = gr.Markdown(visible=False, elem_id="share-note")     # what a link asked that cannot be shown
         with gr.Tabs(elem_id="top-tabs") as top:
             with gr.Tab(t("tab_explore"), id="explore"):
-                explore = Explore(actions, model_id, lang)
+                explore = Explore(run, head.model_id, lang)
             with gr.Tab(t("tab_walkthrough"), id="walkthrough"):
-                wt, live, wt_outputs = walkthrough.build(models, actions, lang, present, model_id)
-        # links to a view, charts out, the offline deck (ui/share/links.py)
+                wt, live, wt_outputs = walkthrough.build(models, lang, present, head.model_id)
+        # links to a view, charts out, the offline deck (ui/share/)
         shared = Share(explore, wt, live, wt_outputs, wt.walk, lang, present, top, share_note, explore.share_bar,
                        wt.share_bar)
         shared.wire()
-
-        def on_sync(current_present, evt: gr.EventData):
-            """The page's language or ?present=1 became known: redraw in that language."""
-            language, wants_present = lang_of(evt.lang), bool(evt.present) or current_present
-            return [language, wants_present, gr.Tabs(selected="walkthrough") if wants_present else gr.skip(),
-                    wants_present, caps_md(models.limits, language), gr.update(info=explore.prompt_info(language)),
-                    gr.skip() if models.loaded else loading_md(models, language)]
-
-        def header(language: str, source: str | None) -> str:
-            """Where runs go: this page's model, or the served model "Run on" names."""
-            return model_plain(models.engine.info, language, actions.endpoints.get(source or ""))
-
-        def describe(language: str, chosen: str | None, source: str | None) -> list:
-            """The model, once it is loaded (a page opened during start-up waits here). If the
-            default could not be loaded, the list of models changed meanwhile."""
-            info = models.engine.info
-            return [header(language, source), model_line(info, language),
-                    gr.update(value=models.notice(language), visible=models.fallback is not None),
-                    gr.update(choices=models.allowed, value=chosen if chosen in models.allowed else models.default,
-                              visible=len(models.allowed) > 1), gr.update(choices=explore.source_choices())]
-        sync.change(on_sync, [present], [lang, present, top, presenter, caps, explore.prompt, plain],
-                    api_visibility="private").then(
-            describe, [lang, model_id, explore.source], [plain, line, notice, model_id, explore.source],
-            api_visibility="private",
-            show_progress="hidden").then(
-            explore.relabel_all, explore.render_inputs,
-            [explore.trace, explore.tree_state, explore.branch, *explore.views],
-            api_visibility="private").then(
-            wt.views, [live, lang, present], wt_outputs, api_visibility="private").then(
-            shared.open_link, [lang, present], shared.open_outputs, api_visibility="private")
-        explore.source.input(header, [lang, explore.source], plain, api_visibility="private", show_progress="hidden")
-        presenter.input(lambda on: on, presenter, present, js=PRESENTER_JS, api_visibility="private").then(
-            wt.views, [live, lang, present], wt_outputs, api_visibility="private")
-
+        first_update(sync, head, explore, (wt, live, wt_outputs), shared, top, lang, present)
         api.declare(models)          # /trace, /compare, /fork, /profile, /export, /serve, /read_trace, /status
     return demo
+
+
+def first_update(sync, head: Header, explore: Explore, walk: tuple, shared: Share, top, lang, present) -> None:
+    """The page's language (or ?present=1) became known: everything is drawn in it, the model
+    described once it is loaded, then a shared link's view opened."""
+    models, (wt, live, wt_outputs) = head.models, walk
+
+    def on_sync(current_present, evt: gr.EventData):
+        language, wants_present = lang_of(evt.lang), bool(evt.present) or current_present
+        return [language, wants_present, gr.Tabs(selected="walkthrough") if wants_present else gr.skip(),
+                wants_present, caps_md(models.limits, language), gr.update(info=explore.prompt_info(language)),
+                gr.skip() if models.loaded else loading_md(models.default, language)]
+    private = {"api_visibility": "private"}
+    sync.change(on_sync, [present], [lang, present, top, head.presenter, head.caps, explore.prompt, head.plain],
+                **private).then(
+        lambda language, chosen, source: head.describe(language, chosen, source, explore.source_choices()),
+        [lang, head.model_id, explore.source], [head.plain, head.line, head.notice, head.model_id, explore.source],
+        show_progress="hidden", **private).then(
+        explore.relabel_all, explore.render_inputs, [explore.trace, explore.tree, explore.branch, *explore.views],
+        **private).then(
+        wt.views, [live, lang, present], wt_outputs, **private).then(
+        shared.open_link, [lang, present], shared.open_outputs, **private)
+    explore.source.input(head.where, [lang, explore.source], head.plain, show_progress="hidden", **private)
+    head.presenter.input(lambda on: on, head.presenter, present, js=PRESENTER_JS, **private).then(
+        wt.views, [live, lang, present], wt_outputs, **private)
 
 
 def main() -> None:

@@ -9,16 +9,11 @@ import sys
 from pathlib import Path
 
 from engine import commands
-from engine.commands import load as load_command
+from engine.commands import load as load_command, model_args
+from engine.bench.evaluation import BUDGETS
 from engine.errors import EngineError, InvalidRequest
+from engine.schema.lab import EXPERIMENTS
 from engine.schema.validate import read_trace, validate
-
-
-def _model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=None, help="hub id or local folder (default: the embedded SmolLM2-135M)")
-    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if present)")
-    p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
-    p.add_argument("--attn", default="sdpa", help="attention implementation to load with (sdpa, eager)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -26,7 +21,7 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("trace", help="run one prompt and write its Trace as JSON")
-    _model_args(t)
+    model_args(t)
     t.add_argument("--prompt", required=True)
     t.add_argument("--max-new-tokens", type=int, default=64)
     t.add_argument("--temperature", type=float, default=0.0)
@@ -53,7 +48,7 @@ def parser() -> argparse.ArgumentParser:
                         "token texts to ids and its config describes the model")
 
     b = sub.add_parser("bench", help="engine vs model.generate, measured in one run")
-    _model_args(b)
+    model_args(b)
     b.add_argument("--new-tokens", type=int, default=64)
     b.add_argument("--repeats", type=int, default=3)
     b.add_argument("--json", action="store_true", help="print JSON only")
@@ -62,10 +57,10 @@ def parser() -> argparse.ArgumentParser:
 
     lab = sub.add_parser("lab", help="acceleration lab: KV cache, attention kernels, weight formats, roofline, "
                                           "batching, verifying k tokens, speculative decoding")
-    _model_args(lab)
+    model_args(lab)
     lab.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (tests)")
     lab.add_argument("--only", default=None,
-                     help="comma list of experiments: kv_cache,attention,weights,roofline,batching,verify,speculative")
+                     help="comma list of experiments: " + ",".join(EXPERIMENTS))
     lab.add_argument("--draft", default=None,
                      help="a draft model for speculative decoding, with the model's vocabulary (hub id or folder; "
                           "'embedded' drafts with the model itself, which shows the mechanism, not a gain)")
@@ -75,7 +70,7 @@ def parser() -> argparse.ArgumentParser:
     lab.add_argument("--json", action="store_true", help="print JSON only")
 
     f = sub.add_parser("fork", help="continue a trace from step K with another token, reusing the cached prefix")
-    _model_args(f)
+    model_args(f)
     f.add_argument("--trace", help="the trace JSON to fork (python -m engine trace --out ...)")
     f.add_argument("--step", type=int, help="the step to replace (0 = the first generated token)")
     f.add_argument("--token", type=int, help="the token id to put there: one of that step's stored candidates")
@@ -87,8 +82,9 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--json", action="store_true", help="print JSON only")
 
     ev = sub.add_parser("eval", help="accuracy and time on the built-in questions at several thinking budgets")
-    _model_args(ev)
-    ev.add_argument("--budgets", default="0,64,256", help="comma list of thinking budgets (0 = normal mode)")
+    model_args(ev)
+    ev.add_argument("--budgets", default=",".join(map(str, BUDGETS)),
+                    help="comma list of thinking budgets (0 = normal mode)")
     ev.add_argument("--limit", type=int, default=None, help="use only the first N questions")
     ev.add_argument("--json", action="store_true", help="print JSON only")
     for command in commands.modules():        # one file each in engine/commands/

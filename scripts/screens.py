@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.servers import app_server  # noqa: E402
+from viz.text.strings import LANGS  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
@@ -29,7 +30,7 @@ def chapter_tabs(page) -> list[str]:
 
 def shoot(url: str, out: Path, lang: str, width: int, height: int, phone: bool) -> list[Path]:
     from playwright.sync_api import sync_playwright
-    locale = {"en": "en-US", "zh": "zh-CN"}[lang]
+    locale = {"en": "en-US", "zh": "zh-CN"}[lang]          # the browser's tag for each of LANGS
     made = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
@@ -68,7 +69,7 @@ def shoot(url: str, out: Path, lang: str, width: int, height: int, phone: bool) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="test-output/screens")
-    parser.add_argument("--lang", choices=["en", "zh"], action="append")
+    parser.add_argument("--lang", choices=LANGS, action="append")
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=900)
     parser.add_argument("--phone", action="store_true", help="390x844, touch")
@@ -77,7 +78,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     width, height = (390, 844) if args.phone else (args.width, args.height)
-    langs = args.lang or ["en", "zh"]
+    langs = args.lang or list(LANGS)
 
     def run(url: str) -> None:
         for lang in langs:

@@ -52,6 +52,16 @@ def app_url(llama_server):
 
 
 @pytest.fixture(scope="session")
+def client(app_url):
+    """A gradio_client Client of the session's app. gradio_client gives the POST that joins the queue
+    5 s; on a fresh machine the app's back room is building its compiled step meanwhile (~4 GB of disk
+    writes), and once, in a clean-clone `make test`, that POST took longer (the run itself went
+    through). 60 s: a stall, not a hang."""
+    from gradio_client import Client
+    return Client(app_url, verbose=False, httpx_kwargs={"timeout": 60})
+
+
+@pytest.fixture(scope="session")
 def app_process(app_url):
     """The live app's process (psutil), to read its memory."""
     import psutil

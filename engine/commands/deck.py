@@ -23,7 +23,7 @@ def add_arguments(p) -> None:
                    help="a trace JSON (from `trace` or the page) for the next-token steps; default: the recording")
     p.add_argument("--normal", default=None, help="a normal-mode trace for the reasoning step (default: the recording)")
     p.add_argument("--reasoning", default=None, help="its reasoning-mode trace (default: the recording)")
-    p.add_argument("--lang", choices=["en", "zh"], default="en")
+    p.add_argument("--lang", default="en", help="a language of the page's catalogue (en, zh)")
     p.add_argument("--out", required=True, help="where to write the deck's HTML")
 
 

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from engine.commands import model_args
 from engine.schema.floor import FloorSettings
 
 NAME = "floor"
@@ -14,9 +15,7 @@ D = FloorSettings()
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--model", default=None, help="hub id or local folder (default: the embedded SmolLM2-135M)")
-    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if present)")
-    p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
+    model_args(p, attn=False)
     p.add_argument("--requests", type=int, default=D.requests)
     p.add_argument("--rate", type=float, default=D.rate, help="Poisson arrivals per second (0: all at once)")
     p.add_argument("--prompt-tokens", type=int, default=D.prompt_tokens, help="each prompt's length, about")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import sys
 
+from engine.environment import slo_ms
 from engine.errors import InvalidRequest
+from engine.served.load import BUDGET_S, LEVELS, MAX_TOKENS, ROUNDS
 
 NAME = "load"
 HELP = "concurrent streams against a served model: TTFT, TPOT, ITL, throughput, goodput"
@@ -16,11 +18,13 @@ def add_arguments(ld) -> None:
     ld.add_argument("--model", required=True, help="the model name the server serves")
     ld.add_argument("--api", default="completions", help="completions, chat, llamacpp, sglang, tgi or ollama")
     ld.add_argument("--prompt", default="Explain in two sentences why the sky is blue.")
-    ld.add_argument("--max-tokens", type=int, default=32)
-    ld.add_argument("--levels", default="1,2,4,8", help="concurrent streams per level (at most 8)")
-    ld.add_argument("--rounds", type=int, default=2, help="waves per level")
-    ld.add_argument("--slo-ttft-ms", type=float, default=1000.0)
-    ld.add_argument("--slo-tpot-ms", type=float, default=100.0)
+    ld.add_argument("--max-tokens", type=int, default=MAX_TOKENS)
+    ld.add_argument("--levels", default=",".join(map(str, LEVELS)), help="concurrent streams per level (at most 8)")
+    ld.add_argument("--rounds", type=int, default=ROUNDS, help="waves per level")
+    ld.add_argument("--budget-s", type=float, default=BUDGET_S, help="seconds the whole sweep may take")
+    ttft, tpot = slo_ms()
+    ld.add_argument("--slo-ttft-ms", type=float, default=ttft, help="default: TBT_SLO_TTFT_MS, as the page")
+    ld.add_argument("--slo-tpot-ms", type=float, default=tpot, help="default: TBT_SLO_TPOT_MS, as the page")
     ld.add_argument("--extra", default=None, help="JSON object added to every request")
     ld.add_argument("--json", action="store_true", help="print JSON only")
 
@@ -42,7 +46,7 @@ def run(args) -> int:
     except ValueError:
         raise InvalidRequest("--levels is a comma list of integers") from None
     result = load_sweep(where, args.prompt, args.max_tokens, levels, args.rounds,
-                        Slo(args.slo_ttft_ms, args.slo_tpot_ms),
+                        Slo(args.slo_ttft_ms, args.slo_tpot_ms), budget_s=args.budget_s,
                         progress=lambda f, text: print(f"{f:.0%} {text}", file=sys.stderr))
     print(json.dumps(result, indent=None if args.json else 2))
     return 0

@@ -7,19 +7,20 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from engine.commands import model_args
+
 NAME = "profile"
 HELP = "per-op profile of a run's prefill and one decode step: measured ms beside the roofline's, FLOPs, bytes"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--model", default=None, help="hub id or local folder (default: the embedded SmolLM2-135M)")
-    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if present)")
-    p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
+    model_args(p, attn=False)
     p.add_argument("--prompt", default="Explain in two sentences why the sky is blue.")
     p.add_argument("--max-new-tokens", type=int, default=48, help="tokens the run generates before it is profiled")
     p.add_argument("--trace", default=None, help="profile the run in this trace file instead of a new run")
     p.add_argument("--step", type=int, default=None, help="the decode step to profile (default: the run's middle)")
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--repeats", type=int, default=None,
+                   help="timed passes of each kind (default: as many as the page times, engine/profile/run.py)")
     p.add_argument("--project", action="store_true", help="add the projection onto the roofline's GPUs and models")
     p.add_argument("--machine", default=None,
                    help="a lab result (python -m engine lab --json) whose measured bandwidth and FLOP/s to use "
@@ -66,7 +67,7 @@ def run(args) -> int:
         settings = replace(APP_DEFAULTS, max_new_tokens=args.max_new_tokens, ignore_eos=True)
         run_trace(engine, args.prompt, replace(settings, max_new_tokens=2))
         trace = run_trace(engine, args.prompt, settings)
-    result = profile_trace(engine, trace, args.step, repeats=args.repeats)
+    result = profile_trace(engine, trace, args.step, **({"repeats": args.repeats} if args.repeats else {}))
     if args.project:
         result["projection"] = projection(Dims.of_config(engine.model.config), engine.info.id,
                                           result["phases"]["prefill"]["tokens"], result["phases"]["decode"]["keys"])

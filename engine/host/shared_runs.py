@@ -14,6 +14,7 @@ import hashlib
 import os
 import re
 import threading
+import time
 from pathlib import Path
 
 from engine import environment
@@ -40,6 +41,13 @@ class SharedRuns:
     def __init__(self, folder: Path, cap_bytes: int):
         self.folder, self.cap = Path(folder), int(cap_bytes)
         self._lock = threading.Lock()
+        self._last_use_ns = 0
+
+    def _used(self, path: Path) -> None:
+        """Mark `path` the most recently used: its modification time, strictly later than any mark
+        before (two uses within the file system's clock tick still keep their order)."""
+        self._last_use_ns = max(time.time_ns(), self._last_use_ns + 1)
+        os.utime(path, ns=(self._last_use_ns, self._last_use_ns))
 
     def keep(self, trace: Trace) -> str:
         """Keep `trace` (if it is not kept already) and return its id."""
@@ -54,12 +62,13 @@ class SharedRuns:
             self.folder.mkdir(parents=True, exist_ok=True)
             path = self._path(key)
             if path.exists():
-                os.utime(path)                     # kept again: the most recently used
+                self._used(path)                   # kept again: the most recently used
                 return key
             self._make_room(size)
             partial = path.with_suffix(".part")
             partial.write_text(text, encoding="utf-8")
             partial.replace(path)                  # whole or not at all: a reader never sees half a file
+            self._used(path)
         return key
 
     def read(self, key: str, limits: Limits | None = None) -> Trace:
@@ -71,7 +80,7 @@ class SharedRuns:
             path = self._path(key)
             try:
                 data = path.read_bytes()
-                os.utime(path)
+                self._used(path)
             except OSError:
                 raise InvalidRequest(GONE, "share_gone") from None
         if hashlib.sha256(data).hexdigest()[:ID_CHARS] != key:     # changed on disk since it was kept

@@ -30,7 +30,8 @@ from engine.model.core import Engine
 from engine.errors import InvalidRequest
 from engine.lab import batching, host, kernels, kv_cache, roofline, speculative, weights
 
-SCHEMA = "token-by-token/lab@1"
+from engine.schema.lab import EXPERIMENTS as NAMES, SCHEMA  # noqa: F401 (SCHEMA: re-exported)
+
 EXPERIMENTS: dict[str, Callable[..., dict]] = {
     "kv_cache": kv_cache.run,
     "attention": kernels.run,
@@ -40,6 +41,7 @@ EXPERIMENTS: dict[str, Callable[..., dict]] = {
     "verify": batching.verify,
     "speculative": speculative.run,
 }
+assert tuple(EXPERIMENTS) == NAMES, "engine/schema/lab.py lists the lab's experiments"
 
 
 def run_lab(engine: Engine, quick: bool = False, only: list[str] | None = None,

@@ -19,6 +19,29 @@ MODES = ("normal", "reasoning")
 APP_DEFAULTS = Settings(max_new_tokens=48, attention=True, logit_lens=True)
 
 
+@dataclasses.dataclass(frozen=True)
+class Playground:
+    """The sampling playground's knobs before a visitor moves them (Explore 8, the walkthrough's
+    sampling step, the deck, /export's playground chart): both cuts already at work on first view."""
+    temperature: float = 1.0
+    top_k: int = 10
+    top_p: float = 0.9
+    seed: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class SideBySide:
+    """Normal vs reasoning mode (chapter 7, /compare, the walkthrough's live run): the thinking
+    budget and the answer's tokens after it. The recordings are made with these
+    (assets/traces/manifest.json: --thinking-budget 48, --max-new-tokens 88 = 48 + 40)."""
+    thinking_budget: int = 48
+    answer_tokens: int = 40
+
+
+PLAYGROUND = Playground()
+SIDE_BY_SIDE = SideBySide()
+
+
 def clean_prompt(prompt, limits: Limits) -> str:
     """The prompt as it will be tokenized. Lone surrogates (not encodable) become U+FFFD."""
     if not isinstance(prompt, str):
@@ -36,7 +59,7 @@ def number(name: str, value, lo: float = -math.inf, hi: float = math.inf, intege
            lo_open: bool = False) -> int | float:
     """`value` as an int (`integer`) or a float, if it is a finite number in [lo, hi] (lo excluded
     when `lo_open`); whole numbers may come as floats (sliders send 48.0). The one number check of
-    the engine, the page (ui/chapters/actions.py) and the API (ui/api/)."""
+    the engine, the page (ui/chapters/run.py) and the API (ui/api/)."""
     got = repr(value)[:40]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidRequest(f"{name} must be a number, got {got}", "not_number", name=name, got=got)

@@ -70,7 +70,7 @@ def sent_text(endpoint: Endpoint, prompt: str, settings: Settings, local=None) -
     the prompt as it is and applies its own chat template; a completions-style one gets the
     template applied here with the local copy of its tokenizer (`local`, when the host names one,
     and `settings.chat_template` on), else the prompt as it is. The page's load sweep sends the
-    same (ui/chapters/actions.py), so that it measures the requests a run makes."""
+    same (ui/chapters/speed.py), so that it measures the requests a run makes."""
     return _sent(dialect_for(endpoint.api, endpoint.token_ids), prompt, settings, local)
 
 

@@ -20,6 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from engine import environment
 from engine.errors import InvalidRequest
 from engine.host.house import HOUSE
 from engine.served.dialects import dialect_for
@@ -29,12 +30,19 @@ from engine.served.sse import Abort, ServedError, events
 
 LEVELS = (1, 2, 4, 8)
 MOST = 8
+# one bounded sweep, as the page runs it and `python -m engine load` unless told otherwise
+MAX_TOKENS, ROUNDS, BUDGET_S = 32, 1, 90.0
 
 
 @dataclass(frozen=True)
 class Slo:
-    ttft_ms: float = 1000.0
-    tpot_ms: float = 100.0
+    """A service-level objective; by default the host's (TBT_SLO_TTFT_MS / TBT_SLO_TPOT_MS)."""
+    ttft_ms: float
+    tpot_ms: float
+
+    @classmethod
+    def of_host(cls) -> Slo:
+        return cls(*environment.slo_ms())
 
 
 def one_request(endpoint: Endpoint, prompt: str, max_tokens: int, cancel=None) -> dict:
@@ -87,10 +95,12 @@ def _level(concurrency: int, results: list[dict], wall_ms: float, slo: Slo) -> d
             "good_requests": len(good)}
 
 
-def load_sweep(endpoint: Endpoint, prompt: str, max_tokens: int = 32, levels=LEVELS, rounds: int = 1,
-               slo: Slo = Slo(), budget_s: float = 120.0, progress=None, cancel: threading.Event | None = None) -> dict:
+def load_sweep(endpoint: Endpoint, prompt: str, max_tokens: int = MAX_TOKENS, levels=LEVELS, rounds: int = ROUNDS,
+               slo: Slo | None = None, budget_s: float = BUDGET_S, progress=None,
+               cancel: threading.Event | None = None) -> dict:
     """Each level: `rounds` waves of `c` requests sent together; a failed request is counted and
     named, never fatal; the sweep stops between waves when the budget is spent or on cancel."""
+    slo = slo or Slo.of_host()
     levels = sorted({int(c) for c in levels})
     if not levels or levels[0] < 1 or levels[-1] > MOST:
         raise InvalidRequest(f"concurrency levels must lie in 1..{MOST}")

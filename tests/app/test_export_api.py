@@ -4,17 +4,12 @@ format or language answered with a message that names it."""
 from pathlib import Path
 
 import pytest
-from gradio_client import Client, handle_file
+from gradio_client import handle_file
 
 from tests.paths import ROOT
 from viz.text.labels import label
 
 TRACE = str(ROOT / "assets" / "traces" / "zh-next.json")
-
-
-@pytest.fixture(scope="module")
-def client(app_url):
-    return Client(app_url, verbose=False, httpx_kwargs={"timeout": 60})
 
 
 def test_export_draws_a_chart_in_the_language_asked(client):

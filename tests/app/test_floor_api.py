@@ -11,11 +11,6 @@ SMALL = dict(requests=3, rate=0, prompt_tokens=48, shared_prefix=16, new_tokens=
              max_batch_tokens=64)
 
 
-@pytest.fixture(scope="module")
-def client(app_url):
-    return Client(app_url, verbose=False, httpx_kwargs={"timeout": 30})
-
-
 def test_serve_answers_figures_and_a_floor_file(client):
     figures, file = client.predict(**SMALL, api_name="/serve")
     assert figures["requests"] == 3 and figures["tokens_equal_generate"] == 3

@@ -2,14 +2,9 @@
 and /trace's file carries the logit lens computed at export, not the hidden states it came from."""
 
 import pytest
-from gradio_client import Client, handle_file
+from gradio_client import handle_file
 
 from engine import Trace
-
-
-@pytest.fixture(scope="module")
-def client(app_url):
-    return Client(app_url, verbose=False, httpx_kwargs={"timeout": 30})
 
 
 @pytest.fixture(scope="module")

@@ -74,7 +74,8 @@ def test_speed_cards_keep_figures_on_one_line_and_no_card_alone(visitor, shots, 
     page, lang = visitor
     chapter(page, SPEED, ["#timeline"])         # (a narrow page folds some tabs into a menu)
     page.set_viewport_size({"width": width, "height": 800})
-    page.wait_for_timeout(500)
+    # laid out again at the new width: two animation frames after the resize
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
     layout = cards_layout(page)
     for q in layout["qty"]:
         assert q["height"] <= q["line"], (lang, width, q)          # "0.717 / tok/s" would be two lines

@@ -22,7 +22,7 @@ from engine.model.lens import exported
 from engine.bench.compiled import PROMPTS, fast_figures, greedy_ids, identical
 from engine.run.fork import run_fork
 from engine.schema.packed import SCALE
-from ui.chapters.actions import status_md
+from ui.chapters.run import status_md
 from engine.schema.validate import validate
 
 # a package build (minutes on a fresh machine) and a second engine: make test runs it, make quick does not

@@ -247,7 +247,7 @@ def test_host_caps_the_lab_sizes(engine, monkeypatch):
 def test_the_lab_holds_the_engine_while_it_times(engine):
     """A visitor's run started during an experiment takes no forward pass until the experiment's
     last one has finished; while it waits, the Explore tab's status says why, in both languages."""
-    from ui.chapters.actions import waiting_md
+    from ui.chapters.run import waiting_md
     passes: list[tuple[int, str, float]] = []      # (thread, "start" | "end", time) of every model pass
     hooks = [engine.model.register_forward_pre_hook(
                  lambda *_: passes.append((threading.get_ident(), "start", time.perf_counter()))),
@@ -290,7 +290,7 @@ def test_the_lab_holds_the_engine_while_it_times(engine):
 
 # --- the host's controls ----------------------------------------------------------------------------
 def test_lab_mode_follows_the_host(engine, monkeypatch):
-    from ui.chapters.lab import lab_mode
+    from ui.host.lab_mode import lab_mode
     monkeypatch.delenv("TBT_LAB", raising=False)
     assert lab_mode(engine.info.id) == "on"                          # the embedded model
     assert lab_mode("org/hub-model") == "recorded"                   # a host's model: no live runs
@@ -311,7 +311,7 @@ def test_a_crafted_call_gets_no_run_when_the_lab_is_not_live(engine, monkeypatch
     from tests.engine.test_models import OneEngine
     from ui.chapters.lab import LabActions
     monkeypatch.setenv("TBT_LAB", "recorded")
-    run = LabActions(OneEngine(engine)).runner("kv_cache", None, None)
+    run = LabActions(OneEngine(engine)).runner("kv_cache")
     with pytest.raises(gr.Error, match="TBT_LAB=recorded"):
         next(run({}, "en", None, "", request=None))
 
@@ -327,7 +327,7 @@ def test_the_lab_mode_is_the_visitors_model_s(engine, monkeypatch):
     hub = copy.copy(engine)
     hub.info = dataclasses.replace(engine.info, id="org/hub-model", source="hub")
     models = OneEngine(engine, others={"org/hub-model": hub})
-    run = LabActions(models).runner("kv_cache", None, None)
+    run = LabActions(models).runner("kv_cache")
     with pytest.raises(gr.Error, match="TBT_LAB=recorded"):
         next(run({}, "en", None, "org/hub-model", request=None))
     assert models.asked == ["org/hub-model"]

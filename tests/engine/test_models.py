@@ -82,6 +82,9 @@ class OneEngine:
     def exclusive(self, reason):
         return Models.exclusive(self, reason)
 
+    def of_trace(self, trace):
+        return Models.of_trace(self, trace)
+
 
 class LockingEngine(FakeEngine):
     def __init__(self, model_id, limits=None):
@@ -117,15 +120,13 @@ def test_a_lab_experiment_holds_every_loaded_model(monkeypatch):
 def test_every_tab_runs_the_visitors_model(engine):
     """The reasoning tab, the walkthrough's live run and the evaluation ask for the visitor's model
     (the dropdown's value), not the host's default."""
-    from ui.chapters.actions import Actions
     from ui.chapters.reasoning import ReasoningTab
     from ui.walkthrough.tab import Walkthrough
     models = OneEngine(engine)
     tab = ReasoningTab(models)
     list(tab.stream_both("What is 2 + 3?", 8, 4, "visitor-model", "en", None))
     list(tab.run_eval([0], 1, "eval-model", "en", None))
-    walk = Walkthrough(models, Actions(models))
-    walk.outputs = 20
+    walk = Walkthrough(models)
     next(walk.run_live("en", False, "walkthrough-model", None))
     assert models.asked == ["visitor-model", "eval-model", "walkthrough-model"]
 

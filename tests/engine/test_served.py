@@ -292,7 +292,7 @@ def test_the_load_sweep_yields_to_a_visitors_run(hostile):
 
 
 def test_the_load_sweep_sends_what_a_run_sends(hostile, engine):
-    """The page's load sweep (ui/chapters/actions.py) sends the text a run of the same prompt sends: the chat
+    """The page's load sweep (ui/chapters/run.py) sends the text a run of the same prompt sends: the chat
     template applied by the local tokenizer for a completions endpoint, the prompt as it is for a
     chat one (the server applies its own) or where no tokenizer is named. A raw question sent to a
     chat-tuned model ended at once: every level 'streamed no content' while Run worked."""

@@ -49,3 +49,17 @@ def test_no_tbt_variable_is_read_outside_the_environment_module():
     app = (ROOT / "app.py").read_text()
     assert not re.search(r"environ(\.get)?[\[(]\s*[\"']TBT_", app)
     assert not readers, readers
+
+
+def test_the_command_lines_model_and_the_hosts_list(monkeypatch, caplog):
+    """`python app.py --model X` offers X alone; with TBT_MODELS set, X is the default if listed, and
+    a model the list does not name is said in the log instead of being dropped without a word."""
+    from engine.schema.specs import EMBEDDED
+    from ui.host.models import allowed_from_env
+    monkeypatch.delenv("TBT_MODELS", raising=False)
+    assert allowed_from_env("org/x") == ["org/x"] and allowed_from_env() == [EMBEDDED]
+    monkeypatch.setenv("TBT_MODELS", "embedded,org/x")
+    assert allowed_from_env() == [EMBEDDED, "org/x"]
+    assert allowed_from_env("org/x") == ["org/x", EMBEDDED]
+    assert allowed_from_env("org/y") == [EMBEDDED, "org/x"]
+    assert "org/y" in caplog.text and "TBT_MODELS" in caplog.text

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ui.chapters.explore import first_word
-from ui.chapters.views import first_readable_step, least_sure_step, readable_step, whole_word
+from ui.chapters.tokens import first_word
+from ui.chapters.decode import first_readable_step, least_sure_step, readable_step
+from ui.chapters.tokens import whole_word
 from ui.host.recordings import recorded
 from viz.fmt import HEX_FRAGMENT
 

@@ -40,9 +40,27 @@ def test_gradio_i18n_holds_every_key_for_browser_locales():
     assert lang_of("zh-CN") == "zh" and lang_of("en-US") == "en" and lang_of(None) == "en"
 
 
-def test_walkthrough_has_ten_steps_in_both_languages():
-    assert all(f"wt_{i}_title" in STRINGS and f"wt_{i}_text" in STRINGS for i in range(10))
-    assert "wt_10_title" not in STRINGS
+def test_the_walkthrough_has_one_count_of_steps():
+    """The catalogue's list of steps, the step table the tab and the deck read, and the page's strings agree."""
+    from ui.walkthrough.steps import STEPS
+    n = strings.step_count()
+    assert n == len(STEPS) == 10
+    assert all(f"wt_{i}_title" in STRINGS and f"wt_{i}_text" in STRINGS for i in range(n))
+    assert f"wt_{n}_title" not in STRINGS
+
+
+def test_one_list_of_lab_experiments():
+    """engine/schema/lab.py names the lab's experiments; the page's sections and viz's summaries follow it."""
+    from engine.schema.lab import EXPERIMENTS
+    from ui.chapters.lab import SECTIONS, SUMMARIES
+    assert tuple(SECTIONS) == EXPERIMENTS and set(SUMMARIES) == set(EXPERIMENTS)
+
+
+def test_one_list_of_languages():
+    """Every catalogue entry speaks exactly the languages of viz.text.strings.LANGS, and gr.I18n holds each."""
+    for key, entry in {**STRINGS, **LABELS, **ERRORS}.items():
+        assert set(entry) == set(strings.LANGS), key
+    assert set(strings.LANGS) <= set(I18N.translations)
 
 
 GLOSSARY = strings.glossary()

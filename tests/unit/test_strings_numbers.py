@@ -134,7 +134,7 @@ def test_the_tokens_chapter_counts_the_template_only_when_one_was_applied():
 
 
 def test_the_status_line_says_speed_as_the_cards_do_with_the_page_punctuation():
-    from ui.chapters.actions import status_md
+    from ui.chapters.run import status_md
     from ui.host.recordings import recorded
     zh, en = status_md(recorded("zh")["next"], "zh"), status_md(recorded("en")["next"], "en")
     assert "token/秒" in zh and "每秒 token 数" not in zh and "解码步" in zh

@@ -68,13 +68,29 @@ HOSTILE = {
 }
 
 
+# The one hostile file the upper layers (app, browser) also send: the issue's, which grew the server by
+# 1.7 GB. Every other case is refused here, by the same reader the page and the API use.
+THE_ISSUES = "prefill_tokens_huge"
+
+
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_hostile_file_is_refused_with_the_field_named(name):
+def test_hostile_file_is_refused_with_the_field_named(name, tmp_path):
+    """Each hostile file: refused by the engine's reader naming the field, and by the page's and the
+    API's upload reader (ui/host/uploads.py) with one sentence in each language."""
+    import gradio as gr
+    from engine.environment import Limits
+    from ui.host.uploads import read_upload
     doc = copy.deepcopy(_attention_doc())
     HOSTILE[name](doc)
     with pytest.raises(TraceFormatError) as info:
         _check(doc)
     assert len(str(info.value)) < 300 and ":" in str(info.value)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    for lang, says in (("en", "not a usable trace"), ("zh", "记录文件")):
+        with pytest.raises(gr.Error) as refused:
+            read_upload(str(path), Limits(), lang)
+        assert says in refused.value.message and "Traceback" not in refused.value.message, refused.value.message
 
 
 def test_a_block_whose_data_cannot_hold_its_shape_is_refused():

@@ -8,6 +8,7 @@ import gradio as gr
 from gradio import FileData
 
 from engine import EngineError
+from engine.run.request import SIDE_BY_SIDE as S
 from engine.run.side_by_side import interleave
 
 from ui.api.args import ENGINE, as_file, engine_of, lang_of_caller, number_arg, text_arg
@@ -20,8 +21,8 @@ class CompareEndpoint:
     def __init__(self, models, files):
         self.models, self.files = models, files
 
-    def compare(self, prompt: str, thinking_budget: int = 64, answer_tokens: int = 48, model: str = "",
-                request: gr.Request = None) -> Iterator[list[FileData] | None]:
+    def compare(self, prompt: str, thinking_budget: int = S.thinking_budget, answer_tokens: int = S.answer_tokens,
+                model: str = "", request: gr.Request = None) -> Iterator[list[FileData] | None]:
         """One question in normal and reasoning mode, the two runs taking turns; returns
         [normal, reasoning] Trace JSON files. Each trace's times are its own mode's."""
         lang = lang_of_caller(request)

@@ -10,9 +10,11 @@ from gradio import FileData
 
 from engine import EngineError
 from engine.errors import InvalidRequest
+from viz.text.strings import LANGS
 
 from ui.api.args import file_path, lang_of_caller, number_arg, text_arg
-from ui.chapters.views import clamp, least_sure_step
+from ui.chapters.common import clamp
+from ui.chapters.decode import least_sure_step
 from ui.host.errors import refused
 from ui.host.uploads import read_upload
 from ui.share.charts_out import CHARTS, write
@@ -37,8 +39,8 @@ class ExportEndpoint:
         if fmt not in ("svg", "png"):
             raise refused(InvalidRequest(f"Charts are exported as svg or png, not {fmt[:20]!r}.", "export_format",
                                          got=repr(fmt[:20])), said)
-        if lang not in ("en", "zh"):
-            raise refused(InvalidRequest(f"The language is en or zh, not {lang[:20]!r}.", "export_lang",
+        if lang not in LANGS:
+            raise refused(InvalidRequest(f"The language is {' or '.join(LANGS)}, not {lang[:20]!r}.", "export_lang",
                                          got=repr(lang[:20])), said)
         step, layer, head = (number_arg(n, v, said, whole=True) for n, v in (("step", step), ("layer", layer),
                                                                             ("head", head)))

@@ -25,10 +25,11 @@ from viz.text.labels import LABELS, label
 
 from ui.host.errors import internal, message, say
 from ui.host.gpu import ZERO_GPU, on_gpu, stop_cancels
-from ui.chapters.lab import lab_mode
+from ui.host.lab_mode import lab_mode
 from ui.host.models import torch_side
 from ui.host.runs import KeptFiles, StopFlags, background
 from ui.host import recordings
+from ui.chapters.common import PRIVATE
 from ui.host.uploads import read_upload
 
 D = FloorSettings()
@@ -112,101 +113,126 @@ class FloorActions:
         self.flags.stop_tab(request)
 
 
-def build(models, model_id, lang: gr.State, tree: gr.State) -> None:
+class FloorChapter:
     """The chapter's components and events, inside the caller's `with gr.Tab(...)`; English first,
     then the page's language when it is known or changes. `tree`: Explore's run with its forks."""
-    actions = FloorActions(models)
-    live = lab_mode(models.default) == "on"      # the page is built before the model loads (app.py)
-    limits = models.limits
-    floor = gr.State(None)                       # the visitor's own run, once there is one
-    text = {}                                    # component -> label key, for the relabel
 
-    def named(component, key: str):
-        text[component] = key
+    def __init__(self, models, model_id, lang: gr.State, tree: gr.State):
+        self.actions, self.lang, self.limits = FloorActions(models), lang, models.limits
+        self.live = lab_mode(models.default) == "on"     # the page is built before the model loads (app.py)
+        self.floor = gr.State(None)                      # the visitor's own run, once there is one
+        self.named: dict = {}                            # component -> label key, for the relabel
+        with gr.Row():
+            with gr.Column(scale=2):
+                self.workload()
+            with gr.Column(scale=2):
+                self.cache_and_buttons()
+        self.results()
+        self.wire(model_id, tree)
+
+    def name(self, component, key: str):
+        self.named[component] = key
         return component
-    with gr.Row():
-        with gr.Column(scale=2):
-            requests = named(gr.Slider(1, limits.floor_max_requests, value=D.requests, step=1,
-                                       label=label("floor_ui_requests", "en"), elem_id="floor-requests"),
-                             "floor_ui_requests")
-            arrival = named(gr.Radio([(label(f"floor_ui_{a}", "en"), a) for a in ARRIVALS], value=D.arrival,
-                                     label=label("floor_ui_arrival", "en"), elem_id="floor-arrival"), "floor_ui_arrival")
-            rate = named(gr.Slider(0.5, 20, value=D.rate, step=0.5, label=label("floor_ui_rate", "en"),
-                                   elem_id="floor-rate"), "floor_ui_rate")
-            prompt_tokens = named(gr.Slider(32, 512, value=D.prompt_tokens, step=8,
-                                            label=label("floor_ui_prompt", "en"), elem_id="floor-prompt"),
-                                  "floor_ui_prompt")
-            shared = named(gr.Slider(0, 256, value=D.shared_prefix, step=8, label=label("floor_ui_shared", "en"),
-                                     elem_id="floor-shared"), "floor_ui_shared")
-            new_tokens = named(gr.Slider(1, 128, value=D.new_tokens, step=1, label=label("floor_ui_new", "en"),
-                                         elem_id="floor-new"), "floor_ui_new")
-        with gr.Column(scale=2):
-            page_size = named(gr.Dropdown(PAGE_SIZES, value=D.page_size, label=label("floor_ui_page", "en"),
-                                          elem_id="floor-page"), "floor_ui_page")
-            blocks = named(gr.Number(value=D.num_blocks, precision=0, label=label("floor_ui_blocks", "en"),
-                                     elem_id="floor-blocks"), "floor_ui_blocks")
-            batch_tokens = named(gr.Slider(16, 1024, value=D.max_batch_tokens, step=16,
-                                           label=label("floor_ui_batch", "en"), elem_id="floor-batch"),
-                                 "floor_ui_batch")
-            scheduler = named(gr.Radio([(label(f"floor_ui_{k}", "en"), k) for k in SCHEDULERS], value=D.scheduler,
-                                       label=label("floor_ui_scheduler", "en"), elem_id="floor-scheduler"),
-                              "floor_ui_scheduler")
-            with gr.Row():
-                run = named(gr.Button(label("floor_ui_run", "en"), variant="primary", elem_id="floor-run",
-                                      visible=live), "floor_ui_run")
-                stop = named(gr.Button(label("lab_stop", "en"), variant="stop", elem_id="floor-stop", visible=live),
-                             "lab_stop")
-            branches = named(gr.Button(label("floor_ui_branches", "en"), elem_id="floor-branches", visible=live,
-                                       size="sm"), "floor_ui_branches")
-            download = named(gr.File(label=label("floor_ui_download", "en"), interactive=False,
-                                     elem_id="floor-download", visible=False), "floor_ui_download")
-            upload = named(gr.File(label=label("floor_ui_upload", "en"), file_types=[".json"], type="filepath",
-                                   elem_id="floor-upload", height=90), "floor_ui_upload")
-    first = views(recordings.floor(), "en", True)
-    verdict = gr.Markdown(first[0], elem_id="floor-verdict")
-    lanes = gr.Plot(first[1], show_label=False, elem_id="floor-lanes")
-    with gr.Row():          # the blocks beside what a step costs: why sharing and batching pay
-        blocks_plot = gr.Plot(first[2], show_label=False, elem_id="floor-blocks-plot", scale=3)
-        step_plot = gr.Plot(first[3], show_label=False, elem_id="floor-step", scale=2)
-    modes_plot = gr.Plot(first[4], show_label=False, elem_id="floor-modes")
-    modes_table = gr.Dataframe(first[5], interactive=False, elem_id="floor-modes-table", wrap=True)
-    requests_table = gr.Dataframe(first[6], interactive=False, elem_id="floor-requests-table", wrap=True)
-    ties = gr.Markdown(first[7], elem_id="floor-ties")
-    drawn = [lanes, blocks_plot, step_plot, modes_plot, modes_table, requests_table, ties]
-    inputs = [requests, arrival, rate, prompt_tokens, shared, new_tokens, page_size, blocks, batch_tokens, scheduler]
-    go = run.click(on_gpu(actions.run, duration=600), [*inputs, lang, model_id, gr.State(None)],
-                   [verdict, floor, *drawn, download], concurrency_limit=1, concurrency_id="lab", api_visibility="private")
-    forks = branches.click(on_gpu(actions.run, duration=600), [*inputs, lang, model_id, tree],
-                           [verdict, floor, *drawn, download], concurrency_limit=1, concurrency_id="lab",
-                           api_visibility="private")
-    stop.click(actions.stop, None, None, queue=False, api_visibility="private", **stop_cancels(go, forks))
 
-    def show_file(path, lang_v):
+    def workload(self) -> None:
+        """How many requests, how they arrive, how long they are."""
+        n = self.name
+        self.requests = n(gr.Slider(1, self.limits.floor_max_requests, value=D.requests, step=1,
+                                    label=label("floor_ui_requests", "en"), elem_id="floor-requests"), "floor_ui_requests")
+        self.arrival = n(gr.Radio([(label(f"floor_ui_{a}", "en"), a) for a in ARRIVALS], value=D.arrival,
+                                  label=label("floor_ui_arrival", "en"), elem_id="floor-arrival"), "floor_ui_arrival")
+        self.rate = n(gr.Slider(0.5, 20, value=D.rate, step=0.5, label=label("floor_ui_rate", "en"),
+                                elem_id="floor-rate"), "floor_ui_rate")
+        self.prompt_tokens = n(gr.Slider(32, 512, value=D.prompt_tokens, step=8, label=label("floor_ui_prompt", "en"),
+                                         elem_id="floor-prompt"), "floor_ui_prompt")
+        self.shared = n(gr.Slider(0, 256, value=D.shared_prefix, step=8, label=label("floor_ui_shared", "en"),
+                                  elem_id="floor-shared"), "floor_ui_shared")
+        self.new_tokens = n(gr.Slider(1, 128, value=D.new_tokens, step=1, label=label("floor_ui_new", "en"),
+                                      elem_id="floor-new"), "floor_ui_new")
+
+    def cache_and_buttons(self) -> None:
+        """The paged cache's sizes, the scheduler, Run / Stop / the fork's branches, the files."""
+        n, live = self.name, self.live
+        self.page_size = n(gr.Dropdown(PAGE_SIZES, value=D.page_size, label=label("floor_ui_page", "en"),
+                                       elem_id="floor-page"), "floor_ui_page")
+        self.blocks = n(gr.Number(value=D.num_blocks, precision=0, label=label("floor_ui_blocks", "en"),
+                                  elem_id="floor-blocks"), "floor_ui_blocks")
+        self.batch_tokens = n(gr.Slider(16, 1024, value=D.max_batch_tokens, step=16, label=label("floor_ui_batch", "en"),
+                                        elem_id="floor-batch"), "floor_ui_batch")
+        self.scheduler = n(gr.Radio([(label(f"floor_ui_{k}", "en"), k) for k in SCHEDULERS], value=D.scheduler,
+                                    label=label("floor_ui_scheduler", "en"), elem_id="floor-scheduler"),
+                           "floor_ui_scheduler")
+        with gr.Row():
+            self.run = gr.Button(label("floor_ui_run", "en"), variant="primary", elem_id="floor-run", visible=live)
+            self.stop = gr.Button(label("lab_stop", "en"), variant="stop", elem_id="floor-stop", visible=live)
+        self.branches = gr.Button(label("floor_ui_branches", "en"), elem_id="floor-branches", visible=live, size="sm")
+        self.download = n(gr.File(label=label("floor_ui_download", "en"), interactive=False, elem_id="floor-download",
+                                  visible=False), "floor_ui_download")
+        self.upload = n(gr.File(label=label("floor_ui_upload", "en"), file_types=[".json"], type="filepath",
+                                elem_id="floor-upload", height=90), "floor_ui_upload")
+
+    def results(self) -> None:
+        """The verdict, the lanes, the blocks beside what a step costs (why sharing and batching pay),
+        the three ways, the tables and the ties; the recording until this visitor runs one."""
+        first = views(recordings.floor(), "en", True)
+        self.verdict = gr.Markdown(first[0], elem_id="floor-verdict")
+        lanes = gr.Plot(first[1], show_label=False, elem_id="floor-lanes")
+        with gr.Row():
+            blocks = gr.Plot(first[2], show_label=False, elem_id="floor-blocks-plot", scale=3)
+            step = gr.Plot(first[3], show_label=False, elem_id="floor-step", scale=2)
+        modes = gr.Plot(first[4], show_label=False, elem_id="floor-modes")
+        self.drawn = [lanes, blocks, step, modes,
+                      gr.Dataframe(first[5], interactive=False, elem_id="floor-modes-table", wrap=True),
+                      gr.Dataframe(first[6], interactive=False, elem_id="floor-requests-table", wrap=True),
+                      gr.Markdown(first[7], elem_id="floor-ties")]
+
+    @property
+    def inputs(self) -> list:
+        return [self.requests, self.arrival, self.rate, self.prompt_tokens, self.shared, self.new_tokens,
+                self.page_size, self.blocks, self.batch_tokens, self.scheduler]
+
+    def read(self, path, lang: str):
         """A serving-floor file from disk (`python -m engine floor --out`, or a run's download), read
         like a trace upload: size-capped, checked field against field, refused in the page's language."""
-        shown = read_upload(path, limits, lang_v, reader=read_floor, unusable="floor_unusable")
-        drawn = views(shown, lang_v, False)
+        return read_upload(path, self.limits, lang, reader=read_floor, unusable="floor_unusable")
+
+    def show_file(self, path, lang):
+        shown = self.read(path, lang)
+        drawn = views(shown, lang, False)
         return (drawn[0], shown, *drawn[1:])
 
-    def check_file(path, lang_v) -> dict:
+    def check_file(self, path, lang) -> dict:
         """A file that is not a usable serving-floor file is refused on the upload box, before anything changes."""
         try:
-            read_upload(path, limits, lang_v, reader=read_floor, unusable="floor_unusable")
+            self.read(path, lang)
         except gr.Error as exc:
-            return {upload: gr.validate(False, exc.message)}
-        return {upload: gr.validate(True, "")}
-    upload.upload(show_file, [upload, lang], [verdict, floor, *drawn], validator=check_file,
-                  api_visibility="private")
+            return {self.upload: gr.validate(False, exc.message)}
+        return {self.upload: gr.validate(True, "")}
 
-    def relabel(own, lang_v) -> dict:
-        updates = {c: gr.update(label=label(k, lang_v)) for c, k in text.items() if not isinstance(c, gr.Button)}
-        updates.update({run: gr.update(value=label("floor_ui_run", lang_v)),
-                        branches: gr.update(value=label("floor_ui_branches", lang_v)),
-                        stop: gr.update(value=label("lab_stop", lang_v)),
-                        arrival: gr.update(label=label("floor_ui_arrival", lang_v),
-                                           choices=[(label(f"floor_ui_{a}", lang_v), a) for a in ARRIVALS]),
-                        scheduler: gr.update(label=label("floor_ui_scheduler", lang_v),
-                                             choices=[(label(f"floor_ui_{k}", lang_v), k) for k in SCHEDULERS])})
-        updates.update(dict(zip([verdict, *drawn], views(own or recordings.floor(), lang_v, own is None))))
+    def relabel(self, own, lang) -> dict:
+        updates = {c: gr.update(label=label(k, lang)) for c, k in self.named.items()}
+        updates.update({self.run: gr.update(value=label("floor_ui_run", lang)),
+                        self.branches: gr.update(value=label("floor_ui_branches", lang)),
+                        self.stop: gr.update(value=label("lab_stop", lang)),
+                        self.arrival: gr.update(label=label("floor_ui_arrival", lang),
+                                                choices=[(label(f"floor_ui_{a}", lang), a) for a in ARRIVALS]),
+                        self.scheduler: gr.update(label=label("floor_ui_scheduler", lang),
+                                                  choices=[(label(f"floor_ui_{k}", lang), k) for k in SCHEDULERS])})
+        updates.update(dict(zip([self.verdict, *self.drawn], views(own or recordings.floor(), lang, own is None))))
         return updates
-    lang.change(relabel, [floor, lang], [*text, verdict, *drawn], queue=False, api_visibility="private")
+
+    def wire(self, model_id, tree) -> None:
+        outputs, run = [self.verdict, self.floor, *self.drawn, self.download], on_gpu(self.actions.run, duration=600)
+        lab = {"concurrency_limit": 1, "concurrency_id": "lab", **PRIVATE}
+        go = self.run.click(run, [*self.inputs, self.lang, model_id, gr.State(None)], outputs, **lab)
+        forks = self.branches.click(run, [*self.inputs, self.lang, model_id, tree], outputs, **lab)
+        self.stop.click(self.actions.stop, None, None, queue=False, **PRIVATE, **stop_cancels(go, forks))
+        self.upload.upload(self.show_file, [self.upload, self.lang], [self.verdict, self.floor, *self.drawn],
+                           validator=self.check_file, **PRIVATE)
+        relabelled = [*self.named, self.run, self.branches, self.stop, self.verdict, *self.drawn]
+        self.lang.change(self.relabel, [self.floor, self.lang], list(dict.fromkeys(relabelled)), queue=False,
+                         **PRIVATE)
+
+
+def build(models, model_id, lang: gr.State, tree: gr.State) -> FloorChapter:
+    return FloorChapter(models, model_id, lang, tree)

@@ -22,6 +22,8 @@ from viz.html.tree import tree_html
 
 from ui.host.errors import message, refused, say
 from ui.page.i18n import t, text
+from ui.chapters.common import ENGINE, PRIVATE
+from ui.host.gpu import for_tokens, on_gpu
 from ui.host.models import torch_side
 
 TREE_CLICK_JS = """
@@ -86,9 +88,10 @@ def why_not(trace, lang: str) -> str | None:
 
 
 class ForkPanel:
-    def __init__(self, actions, tree_state, branch, trace):
-        """`tree_state`, `branch`, `trace`: the Explore tab's states the panel reads and writes."""
-        self.actions = actions
+    def __init__(self, run, tree_state, branch, trace):
+        """`run`: the page's runs (ui/chapters/run.py: models, Stop flags, files); `tree_state`,
+        `branch`, `trace`: the Explore tab's states the panel reads and writes."""
+        self.run = run
         self.tree_state, self.branch, self.trace = tree_state, branch, trace
         with gr.Accordion(t("fork_title"), open=True, elem_id="fork"):
             gr.Markdown(t("fork_intro"), elem_classes="tbt-hint")
@@ -124,9 +127,9 @@ class ForkPanel:
         reason = None
         if tree is None or not tree.steps:
             reason = text("fork_needs_steps", lang)
-        elif (reason := why_not(tree, lang)) is None and self.actions.models.loaded:
+        elif (reason := why_not(tree, lang)) is None and self.run.models.loaded:
             try:               # the engine's own checks, before any model work (a loaded model's)
-                engine = self.actions.models.get(model_id, lang)
+                engine = self.run.models.get(model_id, lang)
                 torch_side("engine.run.fork").check_fork(engine, tree, int(step or 0),
                                                          int(token) if token is not None else -1, shown)
             except EngineError as exc:
@@ -143,10 +146,10 @@ class ForkPanel:
         if tree is None or not tree.steps:
             raise gr.Error(text("fork_needs_steps", lang), title=say("error_title", lang))
         try:
-            engine = self.actions.models.get(model_id, lang)
+            engine = self.run.models.get(model_id, lang)
             base = view(tree, shown).settings
             settings = dataclasses.replace(base, temperature=float(temperature or 0))
-            with self.actions.flags.running(request) as flag:
+            with self.run.flags.running(request) as flag:
                 chosen = int(token) if token is not None else -1
                 events = torch_side("engine.run.fork").stream_fork(engine, tree, int(step or 0), chosen, parent=shown,
                                                                max_new_tokens=int(new or 1), settings=settings,
@@ -175,11 +178,11 @@ class ForkPanel:
         if tree is None or shown == ROOT:
             raise gr.Error(text("fork_recompute_first", lang), title=say("error_title", lang))
         try:
-            engine = self.actions.models.get(model_id, lang)
+            engine = self.run.models.get(model_id, lang)
             measured = torch_side("engine.run.fork").measure_recompute(engine, tree, shown)
         except EngineError as exc:
             raise refused(exc, lang) from None
-        return measured, result_md(measured, shown, lang), self.actions.trace_file(measured)
+        return measured, result_md(measured, shown, lang), self.run.trace_file(measured)
 
     @staticmethod
     def pick(tree, lang, evt: gr.EventData):
@@ -189,3 +192,20 @@ class ForkPanel:
         rows = [ROOT] + [b.id for b in tree.branches]
         branch = rows[min(max(int(evt.index), 0), len(rows) - 1)]
         return branch, view(tree, branch), result_md(tree, branch, lang) if branch != ROOT else ""
+
+    def wire(self, step, model_id, lang, download, render_all: tuple, redraw: tuple) -> None:
+        """`step`: the Decode chapter's step slider (the fork's step); `render_all` and `redraw`:
+        (function, inputs, outputs) that draw every chapter from the trace on show, the first also
+        writing its download."""
+        forked = self.button.click(
+            on_gpu(self.branch_off, for_tokens(4)),   # (not "fork": gr.api names /fork)
+            [self.tree_state, self.branch, step, self.token, self.new, self.temperature, model_id, lang],
+            {self.tree_state, self.branch, self.trace, self.stream, self.note, self.tree}, validator=self.check,
+            **ENGINE, **PRIVATE)
+        forked.success(*render_all, **PRIVATE)
+        self.recompute.click(on_gpu(self.measure, 60), [self.tree_state, self.branch, model_id, lang],
+                             [self.tree_state, self.note, download], **ENGINE, **PRIVATE)
+        self.tree.click(self.pick, [self.tree_state, lang], [self.branch, self.trace, self.note],
+                        **PRIVATE).success(*redraw, **PRIVATE)
+        # the step on show and its candidates
+        step.release(token_choices, [self.trace, step, lang], self.token, **PRIVATE)

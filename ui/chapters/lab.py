@@ -11,13 +11,15 @@ On ZeroGPU the experiment runs in the forked GPU process (it holds the engine ex
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import gradio as gr
 
 from engine.host import backroom
-from engine import environment
 from engine.errors import EngineError
-from engine.schema.specs import EMBEDDED, PUBLIC_MODELS, short_name
+from engine.schema.lab import EXPERIMENTS
+from engine.schema.specs import PUBLIC_MODELS, short_name
 from viz.charts import lab as charts
 from viz.charts import lab_serving as serving
 from viz.text.facts import fill
@@ -30,25 +32,41 @@ from ui.page.i18n import facts
 from ui.host.models import torch_side
 from ui.host import recordings
 from ui.host.runs import KeptFiles, StopFlags, background
-from ui.chapters.views import chart_or_notice
+from ui.chapters.common import PRIVATE, chart_or_notice
+from ui.host.lab_mode import lab_mode
 
 
+@dataclass(frozen=True)
+class Section:
+    """One experiment's section: its elem_ids' short name, its heading and two-line explanation
+    (catalogue keys), its chart and its table."""
+    short: str
+    heading: str
+    explain: str
+    chart: Callable
+    table: Callable
 
-# (experiment key, short id used in elem_ids, heading label, explanation label, chart, table)
-SECTIONS = (
-    ("kv_cache", "kv", "lab_kv_heading", "lab_kv_explain", charts.kv_chart, charts.kv_table),
-    ("attention", "attn", "lab_attn_heading", "lab_attn_explain", charts.attention_chart, charts.attention_table),
-    ("weights", "weights", "lab_weights_heading", "lab_weights_explain", charts.weights_chart,
-     charts.weights_table),
-    ("roofline", "roofline", "lab_roof_heading", "lab_roof_explain", charts.roofline_chart, charts.roofline_table),
-    ("batching", "batch", "lab_batch_heading", "lab_batch_explain", serving.batching_chart, serving.batching_table),
-    ("verify", "verify", "lab_verify_heading", "lab_verify_explain", serving.verify_chart, serving.verify_table),
-    ("speculative", "spec", "lab_spec_heading", "lab_spec_explain", serving.speculative_chart,
-     serving.speculative_table),
-)
+
+SECTIONS = {
+    "kv_cache": Section("kv", "lab_kv_heading", "lab_kv_explain", charts.kv_chart, charts.kv_table),
+    "attention": Section("attn", "lab_attn_heading", "lab_attn_explain", charts.attention_chart, charts.attention_table),
+    "weights": Section("weights", "lab_weights_heading", "lab_weights_explain", charts.weights_chart,
+                       charts.weights_table),
+    "roofline": Section("roofline", "lab_roof_heading", "lab_roof_explain", charts.roofline_chart, charts.roofline_table),
+    "batching": Section("batch", "lab_batch_heading", "lab_batch_explain", serving.batching_chart, serving.batching_table),
+    "verify": Section("verify", "lab_verify_heading", "lab_verify_explain", serving.verify_chart, serving.verify_table),
+    "speculative": Section("spec", "lab_spec_heading", "lab_spec_explain", serving.speculative_chart,
+                           serving.speculative_table),
+}
+assert tuple(SECTIONS) == EXPERIMENTS, "engine/schema/lab.py lists the lab's experiments"
 SUMMARIES = {**charts.SUMMARIES, **serving.SUMMARIES}
-# each experiment's heading: what the page says the lab is timing while a visitor's run waits (ui/chapters/actions.py)
-HEADINGS = {name: heading for name, _, heading, *_ in SECTIONS}
+
+
+def heading_of(name: str, lang: str) -> str:
+    """An experiment's heading: what the page says the lab is timing while a visitor's run waits."""
+    return label(SECTIONS[name].heading, lang) if name in SECTIONS else name
+
+
 META_KEYS = ("schema", "created", "quick", "model", "device", "dtype", "attn_implementation", "threads", "torch")
 
 
@@ -60,7 +78,7 @@ def merge(results: dict | None, new: dict) -> dict:
         if name in new:
             merged[name] = new[name]
     merged["seconds"] = {**merged.get("seconds", {}), **new.get("seconds", {})}
-    merged["experiments"] = [name for name, *_ in SECTIONS if name in merged]
+    merged["experiments"] = [name for name in SECTIONS if name in merged]
     merged["kv_cache_speedup"] = (merged.get("kv_cache") or {}).get("speedup")
     return merged
 
@@ -82,26 +100,13 @@ def note_md(results: dict, name: str, lang: str) -> str:
     return f"**{text}**" + (f" ({label('lab_took', lang, s=f'{seconds:.0f}')})" if seconds is not None else "")
 
 
-MODES = ("on", "recorded", "off")
-
-
-def lab_mode(model_id: str) -> str:
-    """`TBT_LAB`: "on" (visitors run experiments), "recorded" (no live runs) or "off". Unset: on for
-    the embedded model, recorded for a host's hub model (extra copies of a big model, minutes of
-    holding it, are the host's decision)."""
-    mode = environment.lab_mode()
-    if mode in MODES:
-        return mode
-    return "on" if model_id == EMBEDDED else "recorded"
-
-
 class LabActions:
     def __init__(self, models):
         self.models = models
         self.flags = StopFlags()
         self.files = KeptFiles("lab", keep=32)
 
-    def runner(self, name: str, draw, table):
+    def runner(self, name: str):
         def experiment(results, lang, model_choice, model_id, request: gr.Request):
             """A generator: its progress shows in the section's note, and closing it (Stop on
             ZeroGPU) stops the experiment between repeats (ui/runs.background)."""
@@ -139,9 +144,8 @@ class LabActions:
                 raise gr.Error(label("lab_failed", lang, error=internal(f"lab experiment {name}", exc, lang)),
                                title=say("error_title", lang)) from None
             merged = merge(results, new)
-            extra = {"model": model_choice} if name == "roofline" else {}
-            yield (merged, chart_or_notice(draw, merged, lang=lang, **extra), _table(table, merged, lang, **extra),
-                   note_md(merged, name, lang), gr.update(value=self.files.write_json(merged), visible=True))
+            yield (merged, *section_views(merged, name, lang, model_choice),
+                   gr.update(value=self.files.write_json(merged), visible=True))
         return on_gpu(experiment, duration=600)           # an experiment takes minutes
 
     def stop(self, request: gr.Request):
@@ -166,82 +170,91 @@ def recorded_md(recorded: dict, name: str, lang: str) -> str:
     return f"{badge}  \n{note_md(recorded, name, lang)}"
 
 
-def section_views(results: dict, name: str, draw, table, lang: str, model: str | None = None) -> tuple:
+def section_views(results: dict, name: str, lang: str, model: str | None = None) -> tuple:
     """(chart, table, note) of one experiment: this visitor's result, else the recording (with its
     badge), never an empty box; placeholders only if neither exists."""
     extra = {"model": model} if name == "roofline" else {}
-    if (results or {}).get(name):
-        return chart_or_notice(draw, results, lang=lang, **extra), _table(table, results, lang, **extra), note_md(results, name, lang)
+    section = SECTIONS[name]
     recorded = recordings.lab()
-    if recorded and recorded.get(name):
-        return (chart_or_notice(draw, recorded, lang=lang, **extra), _table(table, recorded, lang, **extra),
-                recorded_md(recorded, name, lang))
-    return None, None, label("lab_not_run_yet", lang)
+    shown = results if (results or {}).get(name) else recorded if recorded and recorded.get(name) else None
+    if shown is None:
+        return None, None, label("lab_not_run_yet", lang)
+    note = note_md(shown, name, lang) if shown is results else recorded_md(shown, name, lang)
+    return chart_or_notice(section.chart, shown, lang=lang, **extra), _table(section.table, shown, lang, **extra), note
 
 
-def build(models, model_id, lang: gr.State) -> None:
+class LabTab:
     """The tab's components and events, inside the caller's `with gr.Tab(...)`. The text starts in
     English and follows the page's language (`lang`) when it changes, charts included. Experiments
     run on the visitor's model (`model_id`); what the page offers follows the host's default."""
-    actions = LabActions(models)
-    results = gr.State({})
-    mode = lab_mode(models.default)       # the page is built before the model loads (app.py)
-    live = mode == "on"
 
-    def intro_md(lang_v: str) -> str:
-        return label("lab_intro", lang_v) + ("" if live else "\n\n**" + label(f"lab_mode_{mode}", lang_v) + "**")
-    intro = gr.Markdown(intro_md("en"), elem_id="lab-intro")
-    with gr.Row():
-        stop = gr.Button(label("lab_stop", "en"), variant="stop", elem_id="lab-stop", scale=0, min_width=120,
-                         visible=live)
-        # shown once this visitor has measured something (an empty file box says nothing)
-        export = gr.File(label=label("lab_export", "en"), interactive=False, elem_id="lab-export", visible=False)
-    models = roofline_choices(models.default)
-    parts: dict[str, dict] = {}
-    runs = []
-    for name, short, heading, explain, draw, table in SECTIONS:
-        explanation = gr.Markdown(explain_md(heading, explain, "en"), elem_id=f"lab-{short}-explain")
+    def __init__(self, models, model_id, lang: gr.State):
+        self.actions, self.lang = LabActions(models), lang
+        self.results = gr.State({})
+        self.mode = lab_mode(models.default)       # the page is built before the model loads (app.py)
+        live = self.mode == "on"
+        self.intro = gr.Markdown(self.intro_md("en"), elem_id="lab-intro")
         with gr.Row():
-            run = gr.Button(label("lab_run", "en"), variant="primary", elem_id=f"lab-{short}-run", scale=0,
+            self.stop = gr.Button(label("lab_stop", "en"), variant="stop", elem_id="lab-stop", scale=0, min_width=120,
+                                  visible=live)
+            # shown once this visitor has measured something (an empty file box says nothing)
+            self.export = gr.File(label=label("lab_export", "en"), interactive=False, elem_id="lab-export",
+                                  visible=False)
+        self.choices = roofline_choices(models.default)
+        self.parts = {name: self.section(name, live) for name in SECTIONS}
+        runs = [self.parts[name]["run"].click(
+            self.actions.runner(name), [self.results, lang, self.parts[name]["pick"] or gr.State(None), model_id],
+            [self.results, *(self.parts[name][k] for k in ("plot", "frame", "note")), self.export],
+            concurrency_limit=1, concurrency_id="lab", **PRIVATE) for name in SECTIONS]
+        self.stop.click(self.actions.stop, None, None, queue=False, **PRIVATE, **stop_cancels(*runs))
+        self.wire()
+
+    def intro_md(self, lang: str) -> str:
+        said = label("lab_intro", lang)
+        return said if self.mode == "on" else f"{said}\n\n**{label(f'lab_mode_{self.mode}', lang)}**"
+
+    def section(self, name: str, live: bool) -> dict:
+        """One experiment: its explanation, Run, (the roofline's model choice), note, chart and table,
+        first showing the recording with its badge (no empty box)."""
+        section = SECTIONS[name]
+        explanation = gr.Markdown(explain_md(section.heading, section.explain, "en"), elem_id=f"lab-{section.short}-explain")
+        with gr.Row():
+            run = gr.Button(label("lab_run", "en"), variant="primary", elem_id=f"lab-{section.short}-run", scale=0,
                             min_width=120, visible=live)
-            pick = gr.Dropdown(models, value=models[0], label=label("lab_model_pick", "en"),
+            pick = gr.Dropdown(self.choices, value=self.choices[0], label=label("lab_model_pick", "en"),
                                elem_id="lab-roofline-model", scale=1) if name == "roofline" else None
-            # before this visitor runs it: the recording, with its badge (no empty box)
-            chart0, frame0, note0 = section_views({}, name, draw, table, "en", models[0])
-            note = gr.Markdown(note0, elem_id=f"lab-{short}-note")
-        plot = gr.Plot(chart0, show_label=False, elem_id=f"lab-{short}-plot")
-        frame = gr.Dataframe(frame0, interactive=False, elem_id=f"lab-{short}-table", wrap=True)
-        parts[name] = {"explain": explanation, "run": run, "pick": pick, "note": note, "plot": plot,
-                       "frame": frame}
-        runs.append(run.click(actions.runner(name, draw, table), [results, lang, pick or gr.State(None), model_id],
-                              [results, plot, frame, note, export],
-                              concurrency_limit=1, concurrency_id="lab", api_visibility="private"))
-    stop.click(actions.stop, None, None, queue=False, api_visibility="private", **stop_cancels(*runs))
+            chart, frame, note = section_views({}, name, "en", self.choices[0])
+            note = gr.Markdown(note, elem_id=f"lab-{section.short}-note")
+        plot = gr.Plot(chart, show_label=False, elem_id=f"lab-{section.short}-plot")
+        frame = gr.Dataframe(frame, interactive=False, elem_id=f"lab-{section.short}-table", wrap=True)
+        return {"explain": explanation, "run": run, "pick": pick, "note": note, "plot": plot, "frame": frame}
 
-    roof = parts["roofline"]
-    # choosing another model redraws the roofline from the results already measured (no model run)
-    roof["pick"].change(lambda r, lang_v, m: [v if v is not None else gr.skip() for v in section_views(
-                            r, "roofline", charts.roofline_chart, charts.roofline_table, lang_v, m)[:2]],
-                        [results, lang, roof["pick"]], [roof["plot"], roof["frame"]], queue=False,
-                        api_visibility="private")
-
-    # the page's language became known or changed: every text and chart of the tab follows it
-    outputs = {intro, stop, export, roof["pick"]}
-    for name, *_ in SECTIONS:
-        outputs |= {parts[name][k] for k in ("explain", "run", "note", "plot", "frame")}
-
-    def relabel(r, lang_v, model) -> dict:
-        updates = {intro: intro_md(lang_v), stop: gr.update(value=label("lab_stop", lang_v)),
-                   export: gr.update(label=label("lab_export", lang_v)),
-                   roof["pick"]: gr.update(label=label("lab_model_pick", lang_v))}
-        for name, short, heading, explain, draw, table in SECTIONS:
-            p = parts[name]
-            chart, frame, note = section_views(r, name, draw, table, lang_v, model)
-            updates.update({p["explain"]: explain_md(heading, explain, lang_v),
-                            p["run"]: gr.update(value=label("lab_run", lang_v)), p["note"]: note})
-            if chart is not None:
-                updates[p["plot"]] = chart
-            if frame is not None:
-                updates[p["frame"]] = frame
+    def relabel(self, results, lang: str, model) -> dict:
+        """Every text and chart of the tab in the page's language."""
+        roof = self.parts["roofline"]
+        updates = {self.intro: self.intro_md(lang), self.stop: gr.update(value=label("lab_stop", lang)),
+                   self.export: gr.update(label=label("lab_export", lang)),
+                   roof["pick"]: gr.update(label=label("lab_model_pick", lang))}
+        for name, section in SECTIONS.items():
+            p = self.parts[name]
+            chart, frame, note = section_views(results, name, lang, model)
+            updates.update({p["explain"]: explain_md(section.heading, section.explain, lang),
+                            p["run"]: gr.update(value=label("lab_run", lang)), p["note"]: note})
+            updates.update({k: v for k, v in ((p["plot"], chart), (p["frame"], frame)) if v is not None})
         return updates
-    lang.change(relabel, [results, lang, roof["pick"]], outputs, queue=False, api_visibility="private")
+
+    def wire(self) -> None:
+        roof = self.parts["roofline"]
+        # choosing another model redraws the roofline from the results already measured (no model run)
+        roof["pick"].change(lambda r, lang_v, m: [v if v is not None else gr.skip()
+                                                  for v in section_views(r, "roofline", lang_v, m)[:2]],
+                            [self.results, self.lang, roof["pick"]], [roof["plot"], roof["frame"]], queue=False,
+                            **PRIVATE)
+        outputs = {self.intro, self.stop, self.export, roof["pick"]}
+        for p in self.parts.values():
+            outputs |= {p[k] for k in ("explain", "run", "note", "plot", "frame")}
+        self.lang.change(self.relabel, [self.results, self.lang, roof["pick"]], outputs, queue=False, **PRIVATE)
+
+
+def build(models, model_id, lang: gr.State) -> LabTab:
+    return LabTab(models, model_id, lang)

@@ -19,15 +19,13 @@ from viz.charts import profile as charts
 from viz.fmt import device_name
 from viz.charts.notice import notice_chart
 
+from ui.chapters.common import ENGINE, PRIVATE
 from ui.host.errors import refused
 from ui.host.gpu import on_gpu
 from ui.host import recordings
 from ui.page.i18n import t, text
 from ui.host.models import torch_side
-from ui.host.runs import ENGINE_CONCURRENCY
 
-ENGINE = {"concurrency_limit": ENGINE_CONCURRENCY, "concurrency_id": "engine"}
-PRIVATE = {"api_visibility": "private"}
 GPU_SECONDS = 60
 
 
@@ -53,8 +51,9 @@ def note_md(profile: dict, lang: str, recording: bool) -> str:
 class ProfilePanel:
     """Laid out inside the Speed tab; `after_run` follows each run, `button` profiles again."""
 
-    def __init__(self, actions, lang: gr.State):
-        self.actions, self.lang = actions, lang
+    def __init__(self, models, trace_file, lang: gr.State):
+        """`trace_file(trace)`: the run's download with its logit lens (ui/chapters/run.py)."""
+        self.models, self.trace_file, self.lang = models, trace_file, lang
         self.state = gr.State(None)                       # the visitor's latest profile (a plain dict)
         first = recordings.profile("en")
         gr.Markdown(t("profile_heading"), elem_classes="tbt-intro")
@@ -93,8 +92,8 @@ class ProfilePanel:
     def after_run(self, tree, trace, lang):
         """After a run is drawn: its download with the logit lens, then its profile (middle step).
         A served run or a file has nothing to replay here: the panel keeps what it shows."""
-        download = self.actions.trace_file(tree or trace)
-        engine = self.actions.engine_of(trace) if trace is not None else None
+        download = self.trace_file(tree or trace)
+        engine = self.models.of_trace(trace) if trace is not None else None
         if engine is None or trace.model.source == "served" or len(trace.steps) < 2:
             return [download, *[gr.skip()] * len(self.outputs)]
         try:
@@ -108,7 +107,7 @@ class ProfilePanel:
         token, profiles decode step 1)."""
         if trace is None:
             raise gr.Error(charts.label("prof_none", lang))
-        engine = self.actions.engine_of(trace)
+        engine = self.models.of_trace(trace)
         try:
             if engine is None or trace.model.source == "served":
                 raise EngineError("the profile replays a run of this page's model", "profile_other_model")

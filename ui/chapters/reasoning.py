@@ -10,8 +10,9 @@ import gradio as gr
 
 from engine import EngineError
 from engine.host import backroom
+from engine.run.request import SIDE_BY_SIDE
 from engine.run.side_by_side import interleave
-from engine.bench.evaluation import QUESTIONS, answer_text, answered, evaluate, last_answer, matches, read_answer
+from engine.bench.evaluation import BUDGETS, QUESTIONS, answer_text, answered, evaluate, last_answer, matches, read_answer
 from engine.schema.trace import Trace
 from viz import html
 from viz.charts import reasoning as rviz
@@ -25,11 +26,12 @@ from ui.host.gpu import ZERO_GPU, for_tokens, on_gpu, stop_cancels
 from ui.page.i18n import LANGS, t, text
 from ui.host import recordings
 from ui.host.recordings import prompt_of, recorded
-from ui.host.runs import ENGINE_CONCURRENCY, STREAM_INTERVAL_S, KeptFiles, StopFlags, background
+from ui.chapters.common import ENGINE, PRIVATE
+from ui.host.runs import STREAM_INTERVAL_S, KeptFiles, StopFlags, background
 
 # the examples are built-in questions (engine/bench/evaluation.py), so each one's answer is checked
 EXAMPLES = [[q.text] for q in QUESTIONS if q.id in ("add", "apples", "zh-apples", "zh-day")]
-BUDGETS = [0, 16, 32, 64, 128, 256]
+CHOICES = [0, 16, 32, 64, 128, 256]       # the budgets a visitor can tick
 
 
 def builtin_question(prompt: str):
@@ -152,66 +154,88 @@ def recording_values(lang: str) -> tuple:
             f"{source}\n\n{verdict_md(normal, reasoning, lang)}")
 
 
-def build(models, model_id, lang) -> None:
+class ReasoningChapter:
     """The tab inside the caller's gr.Tab; runs use the visitor's model (`model_id`, a component)."""
-    tab = ReasoningTab(models)
-    gr.Markdown(t("r_intro"))
-    with gr.Row():
-        # the recorded comparison's question, in the page's language once that is known
-        prompt = gr.Textbox(label=t("prompt"), value=prompt_of("en", "question"), lines=2, scale=3,
-                            elem_id="r-prompt")
-        budget = gr.Slider(8, 512, value=64, step=8, label=t("thinking_budget"), scale=2,
-                           elem_id="r-budget")
-        answer_tokens = gr.Slider(8, 256, value=48, step=8, label=t("answer_tokens"), scale=2)
-    gr.Examples(EXAMPLES, inputs=prompt, label=t("examples"))
-    with gr.Row():
-        run = gr.Button(t("run_both"), variant="primary", elem_id="r-run")
-        stop = gr.Button(t("stop"), variant="stop", elem_id="r-stop")
-    first = recording_values("en")         # the recording until this visitor runs a comparison
-    on_recording = gr.State(True)
-    note = gr.Markdown(first[4], elem_id="r-note")
-    with gr.Row(equal_height=False):
-        with gr.Column():
-            gr.Markdown(t("normal_head"))
-            normal_html = gr.HTML(first[0], elem_id="r-normal")
-        with gr.Column():
-            gr.Markdown(t("reasoning_head"))
-            reasoning_html = gr.HTML(first[1], elem_id="r-reasoning")
-    table = gr.Dataframe(first[2], label=t("side_by_side"), interactive=False, elem_id="r-table")
-    timeline = gr.Plot(first[3], show_label=False, elem_id="r-timeline")
 
-    gr.Markdown(t("ttc_intro"))
-    with gr.Row():
-        budgets = gr.CheckboxGroup(BUDGETS, value=[0, 32, 128], label=t("thinking_budgets"), elem_id="r-budgets")
-        limit = gr.Slider(2, len(QUESTIONS), value=len(QUESTIONS), step=1, label=t("questions"))
-        eval_btn = gr.Button(t("measure_accuracy"), elem_id="r-eval")
-    eval_note = gr.Markdown(elem_id="r-eval-note")
-    recorded = recordings.evaluation()
-    shown = gr.State(recorded)          # the evaluation on show: the recording, then this visitor's
-    chart, rows = ReasoningTab.eval_views(recorded, "en")
-    eval_plot = gr.Plot(value=chart, show_label=False, elem_id="r-eval-plot")
-    eval_table = gr.Dataframe(value=rows, label=t("per_budget"), interactive=False)
-    eval_file = gr.File(label=t("export_json"), interactive=False,
-                        value=str(recordings.EVALUATION) if recorded else None)
+    def __init__(self, models, model_id, lang):
+        self.tab, self.model_id, self.lang = ReasoningTab(models), model_id, lang
+        gr.Markdown(t("r_intro"))
+        self.comparison()
+        self.evaluation()
+        self.wire()
 
-    both = gr.on([run.click, prompt.submit], on_gpu(tab.stream_both, for_tokens((1, 2))),
-                 [prompt, budget, answer_tokens, model_id, lang],
-                 [normal_html, reasoning_html, table, timeline, note, on_recording],
-                 concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine", api_visibility="private")
-    evaluation = eval_btn.click(on_gpu(tab.run_eval, 900), [budgets, limit, model_id, lang],
-                                [shown, eval_plot, eval_table, eval_file, eval_note],
-                                concurrency_limit=ENGINE_CONCURRENCY, concurrency_id="engine", api_visibility="private")
-    stop.click(tab.stop, None, None, queue=False, api_visibility="private", **stop_cancels(both, evaluation))
-    # the page's language became known or changed: the evaluation's chart and table follow it, and
-    # so does the recorded comparison while it is on show
-    lang.change(ReasoningTab.eval_views, [shown, lang], [eval_plot, eval_table], queue=False,
-                api_visibility="private")
-    def relabel(on, question, lg):
+    def comparison(self) -> None:
+        """One question in both modes, side by side; the recording until this visitor runs one."""
+        d = SIDE_BY_SIDE
+        with gr.Row():
+            # the recorded comparison's question, in the page's language once that is known
+            self.prompt = gr.Textbox(label=t("prompt"), value=prompt_of("en", "question"), lines=2, scale=3,
+                                     elem_id="r-prompt")
+            self.budget = gr.Slider(8, 512, value=d.thinking_budget, step=8, label=t("thinking_budget"), scale=2,
+                                    elem_id="r-budget")
+            self.answer_tokens = gr.Slider(8, 256, value=d.answer_tokens, step=8, label=t("answer_tokens"), scale=2)
+        gr.Examples(EXAMPLES, inputs=self.prompt, label=t("examples"))
+        with gr.Row():
+            self.run = gr.Button(t("run_both"), variant="primary", elem_id="r-run")
+            self.stop = gr.Button(t("stop"), variant="stop", elem_id="r-stop")
+        first = recording_values("en")
+        self.on_recording = gr.State(True)
+        self.note = gr.Markdown(first[4], elem_id="r-note")
+        with gr.Row(equal_height=False):
+            with gr.Column():
+                gr.Markdown(t("normal_head"))
+                self.normal = gr.HTML(first[0], elem_id="r-normal")
+            with gr.Column():
+                gr.Markdown(t("reasoning_head"))
+                self.reasoning = gr.HTML(first[1], elem_id="r-reasoning")
+        self.table = gr.Dataframe(first[2], label=t("side_by_side"), interactive=False, elem_id="r-table")
+        self.timeline = gr.Plot(first[3], show_label=False, elem_id="r-timeline")
+
+    def evaluation(self) -> None:
+        """Accuracy against the thinking budget on the built-in questions; the recording until measured."""
+        gr.Markdown(t("ttc_intro"))
+        with gr.Row():
+            self.budgets = gr.CheckboxGroup(CHOICES, value=list(BUDGETS), label=t("thinking_budgets"),
+                                            elem_id="r-budgets")
+            self.limit = gr.Slider(2, len(QUESTIONS), value=len(QUESTIONS), step=1, label=t("questions"))
+            self.eval_btn = gr.Button(t("measure_accuracy"), elem_id="r-eval")
+        self.eval_note = gr.Markdown(elem_id="r-eval-note")
+        recorded_eval = recordings.evaluation()
+        self.shown = gr.State(recorded_eval)      # the evaluation on show: the recording, then this visitor's
+        chart, rows = ReasoningTab.eval_views(recorded_eval, "en")
+        self.eval_plot = gr.Plot(value=chart, show_label=False, elem_id="r-eval-plot")
+        self.eval_table = gr.Dataframe(value=rows, label=t("per_budget"), interactive=False)
+        self.eval_file = gr.File(label=t("export_json"), interactive=False,
+                                 value=str(recordings.EVALUATION) if recorded_eval else None)
+
+    @property
+    def compared(self) -> list:
+        return [self.normal, self.reasoning, self.table, self.timeline, self.note]
+
+    def relabel(self, on, question, lang):
         """While the recording is on show, it and its question follow the page's language (a
         question the visitor typed stays)."""
         if not on:
             return [gr.skip()] * 6
         ours = question in {prompt_of(other, "question") for other in LANGS}
-        return [*recording_values(lg), prompt_of(lg, "question") if ours else gr.skip()]
-    lang.change(relabel, [on_recording, prompt, lang], [normal_html, reasoning_html, table, timeline, note, prompt],
-                queue=False, api_visibility="private")
+        return [*recording_values(lang), prompt_of(lang, "question") if ours else gr.skip()]
+
+    def wire(self) -> None:
+        tab, lang = self.tab, self.lang
+        both = gr.on([self.run.click, self.prompt.submit], on_gpu(tab.stream_both, for_tokens((1, 2))),
+                     [self.prompt, self.budget, self.answer_tokens, self.model_id, lang],
+                     [*self.compared, self.on_recording], **ENGINE, **PRIVATE)
+        evaluation = self.eval_btn.click(on_gpu(tab.run_eval, 900), [self.budgets, self.limit, self.model_id, lang],
+                                         [self.shown, self.eval_plot, self.eval_table, self.eval_file, self.eval_note],
+                                         **ENGINE, **PRIVATE)
+        self.stop.click(tab.stop, None, None, queue=False, **PRIVATE, **stop_cancels(both, evaluation))
+        # the page's language became known or changed: the evaluation's chart and table follow it,
+        # and so does the recorded comparison while it is on show
+        lang.change(ReasoningTab.eval_views, [self.shown, lang], [self.eval_plot, self.eval_table], queue=False,
+                    **PRIVATE)
+        lang.change(self.relabel, [self.on_recording, self.prompt, lang], [*self.compared, self.prompt],
+                    queue=False, **PRIVATE)
+
+
+def build(models, model_id, lang) -> ReasoningChapter:
+    return ReasoningChapter(models, model_id, lang)

@@ -12,6 +12,7 @@ without. Whatever needs the model (`engine`, `get`) waits for it.
 from __future__ import annotations
 
 import importlib
+import logging
 import threading
 from collections import OrderedDict
 from contextlib import ExitStack, contextmanager
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 # page already up: a handler importing them at the same moment can fail (two threads in one
 # package's imports: "cannot import name 'AttentionInterface' from 'transformers'"), so handlers
 # import the engine's torch side through `torch_side`, which waits for it.
+log = logging.getLogger("token_by_token")
 _IMPORTED = threading.Event()
 _IMPORTED.set()
 
@@ -50,8 +52,18 @@ def torch_side(module: str):
 
 
 def allowed_from_env(cli_model: str | None = None) -> list[str]:
+    """The models visitors may pick, the default first: TBT_MODELS if the host set it, else the
+    `--model` of `python app.py`, else the embedded model. A `--model` that TBT_MODELS also lists
+    becomes the default; one it does not list is not offered, and the log says so."""
     ids = [EMBEDDED if m == "embedded" else m for m in environment.models()]
-    return ids or [cli_model or EMBEDDED]
+    if not ids:
+        return [cli_model or EMBEDDED]
+    if cli_model in ids:
+        return [cli_model, *(m for m in ids if m != cli_model)]
+    if cli_model:
+        log.warning("--model %s is not in TBT_MODELS (%s): the page offers TBT_MODELS' models", cli_model,
+                    ", ".join(ids))
+    return ids
 
 
 def load_engine(model_id: str, limits: Limits | None = None) -> Engine:
@@ -167,6 +179,11 @@ class Models:
     def engine(self) -> Engine:
         self.wait()
         return self.engines[self.default]
+
+    def of_trace(self, trace) -> Engine | None:
+        """The loaded engine a trace was recorded with, if this page has it (None: another model's file)."""
+        first_model_loaded()         # during start-up the table is empty until then
+        return self.engines.get(trace.model.id)
 
     @contextmanager
     def exclusive(self, reason: str):

@@ -15,11 +15,14 @@ from pathlib import Path
 
 import gradio as gr
 
+from engine.run.request import PLAYGROUND
 from engine.schema.specs import kv_projection
 from viz.charts import attention, decode, kv, speed
 from viz.out import export
+from viz.charts.sampling import playground_chart
 from viz.out.slides import speed_cards_chart, token_chips_chart
 
+from ui.chapters.prefill import mapped
 from ui.host.models import torch_side
 
 FOLDER = Path(tempfile.mkdtemp(prefix="tbt-charts-"))
@@ -76,8 +79,9 @@ def plots_in(block) -> list[gr.Plot]:
 
 # --- the API's /export: one chart by name ----------------------------------------------------
 def _playground(trace, step, lang):
-    rows = torch_side("engine.run.sampling").playground(trace.steps[step].candidates, 1.0, 0, 1.0)
-    from viz.charts.sampling import playground_chart
+    """The playground at its opening knobs (PLAYGROUND), as the page first shows it."""
+    p = PLAYGROUND
+    rows = torch_side("engine.run.sampling").playground(trace.steps[step].candidates, p.temperature, p.top_k, p.top_p)
     return playground_chart(rows[:10], lang=lang)
 
 
@@ -85,8 +89,7 @@ def _playground(trace, step, lang):
 CHARTS = {
     "token_chips": (lambda tr, s, l, h, lang: token_chips_chart(tr, lang), False),
     "heatmap": (lambda tr, s, l, h, lang: attention.heatmap(tr, l, h, lang=lang), True),
-    "head_view": (lambda tr, s, l, h, lang: attention.head_view(
-        tr, l, h, (tr.attention.prefill_tokens if tr.attention else len(tr.prompt.tokens)) - 1, lang=lang), True),
+    "head_view": (lambda tr, s, l, h, lang: attention.head_view(tr, l, h, mapped(tr) - 1, lang=lang), True),
     "kv_growth": (lambda tr, s, l, h, lang: kv.kv_growth_chart(tr, lang=lang), True),
     "kv_projection": (lambda tr, s, l, h, lang: kv.projection_chart(kv_projection(tr.model), lang=lang), True),
     "candidates": (lambda tr, s, l, h, lang: decode.candidates_chart(tr, s, lang=lang), True),

@@ -29,14 +29,18 @@ from gradio.i18n import I18nData
 
 from engine import EngineError
 from engine.host.shared_runs import store
+from engine.run.request import PLAYGROUND
 from engine.schema.branches import ROOT, view
+
+from viz.text.strings import LANGS
 
 from ui.share.charts_out import chapter_files, plots_in
 from ui.share.deck import deck_html
 from ui.host.errors import message, refused
 from ui.host.recordings import is_recording, recorded
 from ui.page.i18n import text
-from ui.chapters.views import clamp, decode_view, head_choices, sampling_view
+from ui.chapters.common import clamp, head_choices, known_head
+from ui.chapters.sampling import sampling_view
 
 PRIVATE = {"api_visibility": "private"}
 RECORDING = "rec"
@@ -141,13 +145,13 @@ class Share:
         query = dict(request.query_params) if request is not None else {}
         where = query.get("open")
         wanted = query.get("lang")
-        if where not in ("explore", "walkthrough") or (wanted in ("en", "zh") and wanted != lang):
+        if where not in ("explore", "walkthrough") or (wanted in LANGS and wanted != lang):
             return gr.skip()
         notes: list[str] = []
         out = (self.open_walkthrough(query, lang, bool(present), notes) if where == "walkthrough"
                else self.open_explore(query, lang, notes))
         say = " ".join([text("share_opened", lang), *notes]) if notes else ""
-        if wanted in ("en", "zh"):
+        if wanted in LANGS:
             out.update({b: type(b)(label=text(b.label.key, lang)) for b in self.named})
         return {**out, self.note: gr.update(value=say, visible=bool(notes))}
 
@@ -181,11 +185,11 @@ class Share:
             notes.append(message(exc, lang))
             trace, branch = tree, ROOT
         recording = run == RECORDING
-        heads = [v for _, v in head_choices(trace.model.heads)]
-        head = query.get("head") if query.get("head") in heads else "average"
-        p_head = query.get("p_head") if query.get("p_head") in heads else "average"
-        knobs = (number(query.get("temperature"), 1.0, whole=False), number(query.get("top_k"), 0),
-                 number(query.get("top_p"), 1.0, whole=False), number(query.get("seed"), 0))
+        heads = head_choices(trace.model.heads)
+        head, p_head = known_head(query.get("head"), heads), known_head(query.get("p_head"), heads)
+        p = PLAYGROUND         # what the playground shows unless the link says otherwise
+        knobs = (number(query.get("temperature"), p.temperature, whole=False), number(query.get("top_k"), p.top_k),
+                 number(query.get("top_p"), p.top_p, whole=False), number(query.get("seed"), p.seed))
         out = ex.render(trace, number(query.get("p_layer")), p_head, number(query.get("query")),
                         number(query.get("layer")), head, *knobs, lang, tree, branch,
                         write_file=not recording, recording=recording)
@@ -196,27 +200,24 @@ class Share:
                 notes.append(text("share_step_range", lang).format(asked=asked, last=last))
         step, s_step = clamp(step, last), clamp(s_step, last)
         layer = clamp(number(query.get("layer")), trace.model.layers - 1)
-        # the logit lens of the step on show, computed on view where the page can (ui/chapters/actions.py)
-        shown = getattr(ex.actions, "with_lens", lambda tr, _: tr)(trace, step)
-        out.update(zip([ex.step_facts, ex.candidates, ex.attention_row, ex.lens], decode_view(shown, step, layer, head, lang)))
-        out.update(zip([ex.playground, ex.survivors], sampling_view(trace, s_step, *knobs, lang)))
-        out[ex.step] = gr.update(maximum=max(last, 1), value=step)
-        out[ex.s_step] = gr.update(maximum=max(last, 1), value=s_step)
-        for control, value in zip([ex.s_temperature, ex.s_top_k, ex.s_top_p, ex.s_seed], knobs):
-            out[control] = value
+        # the step on show, its logit lens computed on view where the page can
+        out.update(zip(ex.decode.shown, ex.decode.view(trace, step, layer, head, lang)))
+        out.update(zip(ex.sampling.shown, sampling_view(trace, s_step, *knobs, lang)))
+        out[ex.decode.step] = gr.update(maximum=max(last, 1), value=step)
+        out[ex.sampling.step] = gr.update(maximum=max(last, 1), value=s_step)
+        out.update(zip(ex.sampling.knobs, knobs))
         chapter = query.get("chapter") if query.get("chapter") in self.plots else "tokens"
         if query.get("chapter") and query.get("chapter") != chapter:
             notes.append(text("share_chapter_unknown", lang))
-        return {**out, ex.trace: trace, ex.tree_state: tree, ex.branch: branch, self.chapter: chapter,
+        return {**out, ex.trace: trace, ex.tree: tree, ex.branch: branch, self.chapter: chapter,
                 ex.chapters: gr.Tabs(selected=chapter), self.top: gr.Tabs(selected="explore")}
 
     @property
     def open_outputs(self) -> list:
         ex = self.explore
         return list(dict.fromkeys([*self.named, self.note, self.top, self.walk, self.live, *self.wt_outputs,
-                                   ex.trace, ex.tree_state, ex.branch, *ex.views, ex.step_facts, ex.candidates,
-                                   ex.attention_row, ex.lens, ex.playground, ex.survivors, ex.s_temperature,
-                                   ex.s_top_k, ex.s_top_p, ex.s_seed, self.chapter, ex.chapters]))
+                                   ex.trace, ex.tree, ex.branch, *ex.views, *ex.sampling.knobs, self.chapter,
+                                   ex.chapters]))
 
     # --- charts and decks --------------------------------------------------------------------------
     def chapter_charts(self, chapter, trace, lang, *values):
@@ -248,9 +249,9 @@ class Share:
             tab.select(lambda chosen=tab.id: chosen, None, self.chapter, queue=False, **PRIVATE)
         ex.output.click(lambda: "decode", None, self.chapter, queue=False, **PRIVATE)   # a token opens Decode
         made = bar.link_btn.click(self.explore_link, [
-            self.chapter, ex.tree_state, ex.branch, ex.trace, ex.step, ex.layer, ex.head, ex.query, ex.d_layer,
-            ex.d_head, ex.s_step, ex.s_temperature, ex.s_top_k, ex.s_top_p, ex.s_seed, self.lang, self.present,
-            bar.page, bar.step], bar.link, js=PAGE_JS, **PRIVATE)
+            self.chapter, ex.tree, ex.branch, ex.trace, ex.decode.step, *ex.prefill.controls, ex.decode.layer,
+            ex.decode.head, ex.sampling.step, *ex.sampling.knobs, self.lang, self.present, bar.page, bar.step],
+            bar.link, js=PAGE_JS, **PRIVATE)
         made.success(None, bar.link, None, js=COPY_JS, **PRIVATE)
         made = wt_bar.link_btn.click(self.walkthrough_link, [self.live, self.lang, self.present, wt_bar.page,
                                                              wt_bar.step], wt_bar.link, js=PAGE_JS, **PRIVATE)

@@ -131,12 +131,8 @@ def _card(name: str, value: str, definition: str, note: str = "") -> str:
             f'<div class="tbt-card-def">{esc(definition)}</div></div>')
 
 
-def watch_card(trace: Trace, lang: str = "en") -> str:
-    """The cost of watching, per step, kept apart from the model's own times."""
-    return _card(*watch_figure(trace, lang))
-
-
 def watch_figure(trace: Trace, lang: str = "en") -> tuple[str, str, str, str]:
+    """The cost of watching, per step, kept apart from the model's own times (a card of the speed cards)."""
     steps = trace.steps
     if trace.schema.endswith("@1"):
         return label("watch_cost", lang), "—", label("def_watch_cost", lang), label("watch_unknown", lang)

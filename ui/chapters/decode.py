@@ -1,0 +1,108 @@
+"""4 · Decode: one step at a time. The step's facts, its top candidates and the chosen token, the new
+token's attention over the whole cache, the logit lens (computed on view from the states the run
+kept), and, inside the chapter, the fork panel (ui/chapters/fork.py)."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from engine.schema.trace import Trace
+from viz import html
+from viz.charts import attention, decode
+from viz.charts.notice import notice_chart
+from viz.fmt import HEX_FRAGMENT
+from viz.text.labels import label
+
+from ui.chapters.common import PRIVATE, chart_or_notice, clamp, head_choices, head_index, intro, known_head, plot
+from ui.host.models import torch_side
+from ui.page.i18n import t
+
+# A step is drawn on first view only if its candidates read as text: at least this share of the
+# probability of its top candidates is on whole characters or words, not on byte pieces (<E5>).
+READABLE_SHARE, READABLE_TOP = 0.5, 10
+
+
+def readable_step(step) -> bool:
+    """Whether a step reads as text: its token is a whole character or word (not white space), and
+    most of its top candidates' probability is on whole ones (a Chinese character is often two or
+    three byte pieces, each a step of its own whose candidates are pieces too)."""
+    if HEX_FRAGMENT.fullmatch(step.token) or not step.token.strip():
+        return False
+    top = step.candidates[:READABLE_TOP]
+    total = sum(c.p_model for c in top)
+    whole = sum(c.p_model for c in top if not HEX_FRAGMENT.fullmatch(c.text))
+    return total <= 0 or whole >= READABLE_SHARE * total
+
+
+def first_readable_step(trace: Trace) -> int:
+    """The first step that reads as text (readable_step), else step 0."""
+    return next((s.index for s in trace.steps if readable_step(s)), 0)
+
+
+def least_sure_step(trace: Trace) -> int:
+    """The step where the model's own distribution had the most entropy, where sampling matters
+    most: among the steps that read as text when there are any (readable_step)."""
+    readable = [i for i, s in enumerate(trace.steps) if readable_step(s)] or range(len(trace.steps))
+    return max(readable, key=lambda i: trace.steps[i].entropy_model, default=0)
+
+
+def with_lens(models, trace: Trace | None, step) -> Trace | None:
+    """`trace` with the lens of the step on show computed from its kept states (~25 ms here); as it
+    is where this page has no model for it (a served run, another model's file)."""
+    engine = models.of_trace(trace) if trace is not None and trace.steps else None
+    if engine is None or trace.model.source == "served":
+        return trace
+    return torch_side("engine.model.lens").with_step_lens(engine, trace, clamp(step, len(trace.steps) - 1))
+
+
+def decode_view(trace: Trace, step, layer, head, lang: str) -> tuple:
+    """(step facts, candidates, attention row, logit lens) of one step."""
+    if not trace.steps:
+        empty = notice_chart(label("no_steps", lang))
+        return "", empty, empty, empty
+    step = clamp(step, len(trace.steps) - 1)
+    layer = clamp(layer, trace.model.layers - 1)
+    return (html.step_html(trace, step, lang=lang), chart_or_notice(decode.candidates_chart, trace, step, lang=lang),
+            chart_or_notice(attention.attention_row, trace, step, layer, head_index(head), lang=lang),
+            chart_or_notice(decode.lens_chart, trace, step, lang=lang))
+
+
+class Decode:
+    def __init__(self, models, layers: int, heads: int, fork_panel):
+        """`fork_panel`: called where the fork panel goes (between the candidates and the attention)."""
+        self.models = models
+        intro(3)
+        self.step = gr.Slider(0, 1, value=0, step=1, label=t("decode_step"), elem_id="step")
+        self.facts = gr.HTML(elem_id="step-facts")
+        self.candidates = plot("candidates")
+        self.fork = fork_panel()
+        with gr.Row():
+            self.layer = gr.Slider(0, layers - 1, value=layers - 1, step=1, label=t("layer"), elem_id="decode-layer")
+            self.head = gr.Dropdown(head_choices(heads), value="average", label=t("head"), elem_id="decode-head")
+        self.attention_row, self.lens = plot("attention-row"), plot("lens")
+
+    @property
+    def shown(self) -> list:
+        """What `decode_view` fills."""
+        return [self.facts, self.candidates, self.attention_row, self.lens]
+
+    @property
+    def views(self) -> list:
+        return [*self.shown, self.step, self.layer, self.head]
+
+    def view(self, trace: Trace, step, layer, head, lang: str) -> tuple:
+        """decode_view of the step on show, its logit lens computed now."""
+        return decode_view(with_lens(self.models, trace, step), step, layer, head, lang)
+
+    def draw(self, trace: Trace, layer, head, lang: str) -> list:
+        """A trace opens on its last step; the layer and head controls follow its model."""
+        last = max(len(trace.steps) - 1, 0)
+        heads = head_choices(trace.model.heads, lang)
+        layer, head = clamp(layer, trace.model.layers - 1), known_head(head, heads)
+        return [*self.view(trace, last, layer, head, lang), gr.update(maximum=max(last, 1), value=last),
+                gr.update(maximum=max(trace.model.layers - 1, 1), value=layer), gr.update(choices=heads, value=head)]
+
+    def wire(self, trace: gr.State, lang: gr.State) -> None:
+        gr.on([self.step.release, self.layer.release, self.head.input],
+              lambda tr, *a: self.view(tr, *a) if tr else gr.skip(), [trace, self.step, self.layer, self.head, lang],
+              self.shown, trigger_mode="always_last", **PRIVATE)

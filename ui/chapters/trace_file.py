@@ -1,0 +1,49 @@
+"""The Trace file tab: the run on show as a JSON file to download, and a visitor's file to show in
+every chapter (read as data only, size-capped and checked field against field: ui/host/uploads.py)."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+import gradio as gr
+
+from engine.schema.branches import ROOT
+from viz.fmt import device_name
+
+from ui.chapters.run import status_md
+from ui.host.uploads import read_upload
+from ui.page.i18n import t, text
+
+
+class TraceFile:
+    def __init__(self, models):
+        self.models = models
+        self.download = gr.File(label=t("download"), interactive=False, elem_id="download")
+        self.upload = gr.File(label=t("upload"), file_types=[".json"], type="filepath", elem_id="upload")
+
+    def check(self, path, lang) -> dict:
+        """The upload's validator: a file that is not a usable trace is refused on the upload box
+        itself, in the page's language, before anything changes (ui/host/uploads.py says why)."""
+        try:
+            read_upload(path, self.models.limits, lang)
+        except gr.Error as exc:
+            return {self.upload: gr.validate(False, exc.message)}
+        return {self.upload: gr.validate(True, "")}
+
+    def wire(self, explore) -> None:
+        """The file goes on show in every chapter: the trace, a status line that says a file is on
+        show (its name, model, when and where it was recorded, then its figures), its prompt in the box."""
+        models = self.models
+
+        def load(path, lang) -> dict:
+            trace = read_upload(path, models.limits, lang)
+            banner = text("viewing_file", lang).format(
+                name=escape(Path(path).name), model=escape(trace.model.id), date=escape(trace.created[:10]),
+                device=escape(device_name(trace.model.device)))
+            return {explore.trace: trace, explore.status: f"{banner}  \n{status_md(trace, lang)}",
+                    explore.prompt: trace.prompt.raw, explore.tree: trace, explore.branch: ROOT}
+        self.upload.upload(load, [self.upload, explore.lang],
+                           {explore.trace, explore.status, explore.prompt, explore.tree, explore.branch},
+                           validator=self.check, api_visibility="private").success(
+            explore.render_all, explore.render_inputs, explore.views, api_visibility="private")
