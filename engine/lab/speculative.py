@@ -2,8 +2,9 @@
 
 Speculative decoding guesses several next tokens cheaply, then lets the model check all of them in
 one forward pass (experiment 6 measured what that pass costs). In greedy decoding a drafted token
-is kept only if it is exactly the model's own choice, so the output cannot change: only the number
-of passes does. The arms, each a `model.generate(do_sample=False)` call on the same prompt:
+is kept only if it is exactly the model's own choice, so the output should not change, only the
+number of passes; a pass over several tokens rounds differently from a one-token pass and can tip a
+near tie, so each arm's tokens are compared with plain greedy's (`identical`). The arms, each a `model.generate(do_sample=False)` call on the same prompt:
 
 - `plain`: one forward pass per token.
 - `lookup_3`, `lookup_10`: prompt-lookup decoding (`prompt_lookup_num_tokens`): the draft is copied
