@@ -355,6 +355,11 @@ def test_batching_rows_and_their_bounds(quick, engine):
     assert [r["batch"] for r in rows] == [1, 2, 4] and part["partial"] is False
     machine = part["machine"]
     assert machine["measured"] and machine["bandwidth_bytes_s"] > 0 and machine["peak_flops"] > 0
+    # one measurement per host (engine/lab/host.py): the roofline divided by the same figures, and the
+    # result gives them back for the next process
+    roof = next(h for h in quick["roofline"]["hardware"] if h["measured"])
+    for key in ("bandwidth_bytes_s", "peak_flops", "measured_at"):
+        assert machine[key] == roof[key] == quick["host"][key], key
     for r in rows:
         s = r["step_ms"]
         assert s["min"] <= s["median"] <= s["max"] and len(s["runs"]) == part["repeats"]
