@@ -40,11 +40,13 @@ def test_trace_with_only_a_prompt_uses_the_documented_defaults(client, engine):
 
 
 def test_compare_with_only_a_prompt(client):
+    """The defaults are the page's and the recordings' (engine.run.request.SIDE_BY_SIDE)."""
+    from engine.run.request import SIDE_BY_SIDE
     normal, reasoning = client.predict(prompt="What is 2 + 3?", api_name="/compare")
     with open(normal, encoding="utf-8") as f:
-        assert Trace.from_json(f.read()).settings.max_new_tokens == 48
+        assert Trace.from_json(f.read()).settings.max_new_tokens == SIDE_BY_SIDE.answer_tokens
     with open(reasoning, encoding="utf-8") as f:
-        assert Trace.from_json(f.read()).settings.thinking_budget == 64
+        assert Trace.from_json(f.read()).settings.thinking_budget == SIDE_BY_SIDE.thinking_budget
 
 
 def test_four_clients_at_once_each_get_their_own_trace(app_url, engine):

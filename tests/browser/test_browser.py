@@ -38,6 +38,8 @@ def run_prompt(page, prompt: str, max_tokens: int | None = None) -> dict:
         page.get_by_label("Max new tokens", exact=False).first.fill(str(max_tokens))
         page.keyboard.press("Enter")
     page.fill("#prompt textarea", prompt)
+    # the previous run's "every chapter drawn" marker goes, so the wait below is for this run's
+    page.evaluate("() => document.querySelector('#output .tbt-rendered')?.remove()")
     page.click("#run")
     page.wait_for_selector("#output .tbt-step", timeout=60_000)
     seen = {"steps_while_running": page.locator("#output .tbt-step").count(),
@@ -308,7 +310,8 @@ LATIN_ALLOWED = {"token", "Token", "KV", "TTFT", "TPOT", "CPU", "GPU", "SDPA", "
                  "SGLang", "TGI", "Ollama", "llama.cpp",   # serving engines: names
                  "PyTorch", "Hugging", "Face", "transformers",   # libraries: names
                  "GQA", "ITL",                                    # terms kept in English, like TTFT
-                 "RoPE", "MLP", "SiLU"}                           # the profile's op names: model parts
+                 "RoPE", "MLP", "SiLU",                           # the profile's op names: model parts
+                 "generate"}                                      # transformers' function, by name
 VISIBLE_TEXT_JS = """() => {
   const out = [];
   // not scanned: visitor and model texts, file names, and screen-reader-only text (Gradio's own

@@ -132,7 +132,7 @@ class Share:
         if run == RECORDING:
             return recorded(lang)["next"]
         try:
-            return store().read(run, self.explore.actions.models.limits)
+            return store().read(run, self.explore.run.models.limits)
         except EngineError as exc:
             notes.append(message(exc, lang))
             return None
