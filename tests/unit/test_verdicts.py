@@ -296,7 +296,7 @@ def test_every_verdict_key_has_an_opposite_in_both_languages():
     families = ["verdict_kv_title_", "verdict_kv_on_", "verdict_kv_off_", "verdict_attn_time_", "verdict_attn_memory_",
                 "verdict_w_smaller_", "verdict_verify_k_", "verdict_spec_", "verdict_ttft_", "verdict_eval_",
                 "verdict_batch_cause_", "verdict_prefill_here_", "verdict_prefill_gpus_", "verdict_prof_prefill_",
-                "verdict_kv_tie_", "floor_why_", "lab_baseline_"]
+                "verdict_kv_tie_", "floor_why_", "lab_baseline_", "verdict_prof_matmul_"]
     for family in families:
         assert len([k for k in LABELS if k.startswith(family)]) >= 2, family
 
@@ -378,6 +378,25 @@ def test_a_profiled_prefill_says_which_bound_its_matmuls_met():
                         "zh": ("受算力限制", "受读取权重的带宽限制")})
     n = profile["phases"]["prefill"]["tokens"]
     assert f"{n} tokens" in held["en"] and f"{n} 个 token" in other["zh"]
+
+
+def test_a_profiled_decode_step_under_its_bound_is_said_to_be_under_it():
+    """A lower bound a measurement beats is no floor: the decode step's matmuls are said to come
+    within ×r of their bound only at or above it; below it the sentence says the bandwidth they were
+    divided by was measured below what the machine reached (recorded: ×0.8 at 20.5 GB/s)."""
+    from viz.charts import profile as profile_viz
+    profile = json.loads((ROOT / "assets" / "profile" / "en-next.json").read_text(encoding="utf-8"))
+    held = said(lambda lang: profile_viz.summary_md(profile, lang))
+    matmuls = [o for o in profile["phases"]["decode"]["ops"] if o["family"] == "matmul" and o["layers"]]
+    assert sum(o["measured_ms"] for o in matmuls) < sum(o["predicted_ms"] for o in matmuls)      # as recorded
+    for o in matmuls:                                    # the same step, 1.5x its bound
+        o["measured_ms"] = 1.5 * o["predicted_ms"]
+    other = said(lambda lang: profile_viz.summary_md(profile, lang))
+    flips(held, other, {"en": ("less time than a bound allows", "came within ×1.5 of their bound"),
+                        "zh": ("比下限还快", "离下限只差 ×1.5")})
+    bw = f"{profile['machine']['bandwidth_bytes_s'] / 1e9:.3g} GB/s"
+    assert bw in held["en"] and bw in held["zh"] and "×0.8" in held["en"]
+    assert all("×1.5 its bound" not in v for v in held.values())
 
 
 # --- 19 the texts' quoted figures: shares, the baseline, the V100 -> H100 floors, the KV tie -----

@@ -225,12 +225,15 @@ def summary_md(profile: dict | None, lang: str) -> str:
         return ""
     pre, dec = profile["phases"]["prefill"], profile["phases"]["decode"]
     frame = groups_frame(profile, lang)
-    decode = frame[frame["phase"] == label("prof_short_decode", lang)].set_index("group")["ratio"]
+    decode = frame[frame["phase"] == label("prof_short_decode", lang)].set_index("group")
+    ratios = decode["measured_ms"] / decode["roofline_ms"]            # unclipped (the chart's floor is 0.1)
     small = [label(f"prof_group_{g}", lang) for g in ("norms", "elementwise", "attention")]
     summary = label("prof_summary", lang, n=pre["tokens"], prefill=fmt_ms(pre["forward_ms"]),
                     prefill_x=_ratio_text(pre["forward_ms"] / pre["predicted_ms"]), decode=fmt_ms(dec["forward_ms"]),
-                    decode_x=_ratio_text(dec["forward_ms"] / dec["predicted_ms"]),
-                    matmul_x=_ratio_text(decode.get(label("prof_group_matmul", lang))),
-                    small_x=_ratio_text(min((decode[g] for g in small if g in decode), default=None)))
+                    decode_x=_ratio_text(dec["forward_ms"] / dec["predicted_ms"]))
+    matmul = ratios.get(label("prof_group_matmul", lang))
+    # near their bound, or under it (then the bandwidth measured is below what the machine reached)
+    matmuls = verdicts.profile_matmuls(matmul, _ratio_text(matmul), _ratio_text(min(
+        (ratios[g] for g in small if g in ratios), default=None)), profile.get("machine") or {}, lang)
     # compute- or memory-bound, as this prefill's length stands to the machine's ridge point
-    return ("" if lang == "zh" else " ").join(x for x in (summary, verdicts.profile_prefill(profile, lang)) if x)
+    return ("" if lang == "zh" else " ").join(x for x in (summary, matmuls, verdicts.profile_prefill(profile, lang)) if x)

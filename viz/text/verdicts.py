@@ -271,6 +271,17 @@ def profile_prefill(profile: dict, lang: str) -> str:
     return label(f"verdict_prof_prefill_{case}", lang, n=profile["phases"]["prefill"]["tokens"], ridge=f"{ridge:.0f}")
 
 
+def profile_matmuls(ratio: float | None, matmul_x: str, small_x: str, machine: dict, lang: str) -> str:
+    """A profiled decode step's layer matmuls against their roofline time (`ratio`, measured ÷ bound):
+    near it, or under it, which a lower bound cannot be unless the bandwidth it divides by was measured
+    below what the machine reached while profiling (a shared machine's bandwidth moves with its load)."""
+    if ratio is None or not math.isfinite(ratio):
+        return ""
+    key = "verdict_prof_matmul_under" if ratio < 1 else "verdict_prof_matmul_near"
+    return label(key, lang, matmul_x=matmul_x, small_x=small_x,
+                 bw=f"{(machine.get('bandwidth_bytes_s') or 0) / 1e9:.3g}")
+
+
 # --- batching (lab experiment 5) ----------------------------------------------------------------
 def batch_grows_from(part: dict) -> int | None:
     """The first batch whose step time reaches the threshold (1.25× unless the run says) times
