@@ -105,6 +105,10 @@ def test_the_kv_speed_up_is_the_median_repeat_and_says_so():
         assert "2.90×" in summary[lang] and "3.60×" in summary[lang] and "2.50×" in summary[lang], summary[lang]
     assert "median of 3 repeats" in title["en"] and "3 次重复的中位数" in title["zh"]
     assert "Dividing the two median run times instead gives 3.60×" in summary["en"]
+    alike = copy.deepcopy(part)                                          # the two ratios read the same
+    alike["speedup_spread"]["runs"] = [3.6, 3.5, 3.7]
+    flips(summary, said(verdicts.kv_speedup, alike), {"en": ("Dividing the two median run times", "3.60× faster"),
+                                                       "zh": ("中位数相除", "提速 3.60×")})
     part["speedup_spread"]["runs"] = [0.8, 0.9, 0.85]                    # every repeat slower: the title flips
     flips(title, said(verdicts.kv_title, part), {"en": ("faster", "slower"), "zh": ("提速", "反而慢了")})
 

@@ -352,6 +352,8 @@ def quality_line(result: dict, lang: str = "en") -> str:
         return label("lab_partial", lang)
     each = [label("lab_quality_row", lang, fmt=format_name(r["format"], lang),
                   agree=f"{r['top1_agreement']:.1%}", kl=f"{r['mean_kl']:.3f}") for r in rows]
+    if lang == "zh":                    # no space after a full-width bracket: "4 位（nf4）选出"
+        each = [e.replace("） ", "）") for e in each]
     return label("lab_quality_line", lang, rows=("；" if lang == "zh" else "; ").join(each),
                  n=part.get("quality_positions", "?"), baseline=verdicts.baseline(part, lang, brief=True))
 
