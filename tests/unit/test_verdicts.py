@@ -444,3 +444,25 @@ def test_the_kv_step_ties_its_growth_to_the_lab_verdict():
     f = kv_facts(LAB, model, "en")
     tokens = int(f["kv_context"])
     assert f["kv_at_context"] == fmt_bytes(2 * 30 * 3 * 64 * 4 * tokens)        # the formula at that context
+
+
+def test_the_quoted_shares_and_ridges_are_computed_from_their_figures():
+    """The embedding's share of the weights and the lens's kept state come from the model's config;
+    the ridge points the profile heading, step 10 and the roofline's explanation quote come from the
+    recorded lab's hardware (peak FLOP/s ÷ bandwidth, in prompt tokens)."""
+    from viz.text.facts import model_facts, speed_facts
+    model = {"layers": 30, "heads": 9, "kv_heads": 3, "hidden_size": 576, "vocab_size": 49152,
+             "parameters": 134_515_008}                                     # SmolLM2-135M's config
+    f = model_facts(model, 13, "en")
+    assert f["embed_share"] == "21%" and f["lens_state"] == fmt_bytes(29 * 576 * 4)
+    untied = model_facts({**model, "parameters": 2 * model["parameters"]}, 13, "en")
+    assert untied["embed_share"] == "11%"
+    roof = lab_copy()["roofline"]
+    machine = next(h for h in roof["hardware"] if h["measured"])
+    gpus = [h for h in roof["hardware"] if not h["measured"]]
+    f = speed_facts(LAB)
+    assert f["ridge_here"] == f"{verdicts.ridge_tokens(machine):.0f}"
+    assert f["ridge_gpus"] == verdicts.span([verdicts.ridge_tokens(h) for h in gpus])
+    faster = lab_copy()
+    next(h for h in faster["roofline"]["hardware"] if h["measured"])["bandwidth_bytes_s"] *= 2   # half the ridge
+    assert speed_facts(faster)["ridge_here"] == f"{verdicts.ridge_tokens(machine) / 2:.0f}"
