@@ -8,8 +8,8 @@ import json
 import pytest
 
 from engine.bench.evaluation import QUESTIONS, last_answer, matches, read_answer, wilson
-from viz.charts import lab, lab_serving
-from viz.text import verdicts
+from viz.charts import lab, lab_serving, lab_weights
+from viz.text import lab_verdicts, serving_verdicts, verdicts
 from viz.fmt import fmt_bytes, fmt_ms
 from viz.text.labels import LABELS, label
 from tests.paths import ROOT
@@ -39,18 +39,18 @@ def flips(held: dict[str, str], other: dict[str, str], words: dict[str, tuple[st
 # --- 1, 2 KV cache: does each line grow with the context? --------------------------------------
 def test_the_cache_on_line_is_called_level_or_rising_from_its_steps():
     part = copy.deepcopy(LAB["kv_cache"])                       # recorded 2026-12-02: 34.1 -> 35.3 ms, ±0.90 ms
-    assert verdicts.kv_line(part["runs"]["cache_on"], part["prompt_tokens"])["trend"] == "grows"
+    assert lab_verdicts.kv_line(part["runs"]["cache_on"], part["prompt_tokens"])["trend"] == "grows"
     on = part["runs"]["cache_on"]                               # the same steps, level within noise
     on["step_ms"] = [on["step_ms"][0]] + [35.0 + (0.5 if i % 2 else -0.5) for i in range(len(on["step_ms"]) - 1)]
-    level = said(verdicts.kv_lines, part)
-    line = verdicts.kv_line(on, part["prompt_tokens"])
+    level = said(lab_verdicts.kv_lines, part)
+    line = lab_verdicts.kv_line(on, part["prompt_tokens"])
     assert line["trend"] == "flat"
     rising = copy.deepcopy(part)
     on = rising["runs"]["cache_on"]
     on["step_ms"] = [ms + 2.0 * i for i, ms in enumerate(on["step_ms"])]     # +2 ms a step: a long context
-    grown = verdicts.kv_line(on, part["prompt_tokens"])
+    grown = lab_verdicts.kv_line(on, part["prompt_tokens"])
     assert grown["trend"] == "grows"
-    rose = said(verdicts.kv_lines, rising)
+    rose = said(lab_verdicts.kv_lines, rising)
     flips(level, rose, {"en": ("stayed level from", "still grew with the context"),
                         "zh": ("耗时基本持平", "耗时仍随上下文增长")})
     for lang in LANGS:                                           # the fitted ends and the margin are said
@@ -61,14 +61,14 @@ def test_the_cache_on_line_is_called_level_or_rising_from_its_steps():
 
 def test_the_cache_off_line_is_called_rising_or_level_from_its_steps():
     part = LAB["kv_cache"]
-    rising = said(verdicts.kv_lines, part)                      # recorded: 125 ms -> 221 ms
+    rising = said(lab_verdicts.kv_lines, part)                      # recorded: 125 ms -> 221 ms
     level = copy.deepcopy(part)
     off = level["runs"]["cache_off"]
     off["step_ms"] = [130.0 + (3.0 if i % 2 else -3.0) for i in range(len(off["step_ms"]))]
-    flat = said(verdicts.kv_lines, level)
+    flat = said(lab_verdicts.kv_lines, level)
     flips(rising, flat, {"en": ("Without the cache the fitted line rose", "Without the cache the fitted line stayed level"),
                          "zh": ("关闭缓存时，同样这些步骤的拟合直线从", "关闭缓存时，拟合直线同样基本持平")})
-    line = verdicts.kv_line(part["runs"]["cache_off"], part["prompt_tokens"])
+    line = lab_verdicts.kv_line(part["runs"]["cache_off"], part["prompt_tokens"])
     assert fmt_ms(line["end"]) in rising["en"] and fmt_ms(line["end"]) in rising["zh"]
 
 
@@ -99,7 +99,7 @@ def test_the_kv_speed_up_is_the_median_repeat_and_says_so():
     that it is one), the summary also names the ratio of the two median times, which no repeat need have."""
     part = lab_copy()["kv_cache"]
     part.update(speedup=3.6, speedup_spread={"median": 2.9, "min": 2.5, "max": 3.6, "runs": [2.9, 3.6, 2.5]})
-    title, summary = said(verdicts.kv_title, part), said(verdicts.kv_speedup, part)
+    title, summary = said(lab_verdicts.kv_title, part), said(lab_verdicts.kv_speedup, part)
     for lang in LANGS:
         assert "2.90×" in title[lang] and "3.60×" not in title[lang], title[lang]
         assert "2.90×" in summary[lang] and "3.60×" in summary[lang] and "2.50×" in summary[lang], summary[lang]
@@ -107,10 +107,10 @@ def test_the_kv_speed_up_is_the_median_repeat_and_says_so():
     assert "Dividing the two median run times instead gives 3.60×" in summary["en"]
     alike = copy.deepcopy(part)                                          # the two ratios read the same
     alike["speedup_spread"]["runs"] = [3.6, 3.5, 3.7]
-    flips(summary, said(verdicts.kv_speedup, alike), {"en": ("Dividing the two median run times", "3.60× faster"),
+    flips(summary, said(lab_verdicts.kv_speedup, alike), {"en": ("Dividing the two median run times", "3.60× faster"),
                                                        "zh": ("中位数相除", "提速 3.60×")})
     part["speedup_spread"]["runs"] = [0.8, 0.9, 0.85]                    # every repeat slower: the title flips
-    flips(title, said(verdicts.kv_title, part), {"en": ("faster", "slower"), "zh": ("提速", "反而慢了")})
+    flips(title, said(lab_verdicts.kv_title, part), {"en": ("faster", "slower"), "zh": ("提速", "反而慢了")})
 
 
 # --- 4, 5, 6 attention kernels: faster, smaller, same result? ------------------------------------
@@ -161,7 +161,7 @@ def weights_row(result: dict, fmt: str) -> dict:
 
 
 def test_each_weight_format_is_faster_or_slower_as_measured():
-    held = said(lab.weights_summary, LAB)              # recorded: int8 67.6 ms, nf4 30.3 ms, bf16 46.5 against 40.7 ms
+    held = said(lab_weights.weights_summary, LAB)              # recorded: int8 67.6 ms, nf4 30.3 ms, bf16 46.5 against 40.7 ms
     for lang in LANGS:
         assert "67.6 ms" in held[lang] and "30.3 ms" in held[lang] and "40.7 ms" in held[lang]
     assert "int8 (LLM.int8): 41% of fp32's weight memory, but slower per token" in held["en"]
@@ -171,14 +171,14 @@ def test_each_weight_format_is_faster_or_slower_as_measured():
         row = weights_row(fast, fmt)
         row["tpot_ms"] = 20.0
         row["spread"]["tpot_ms"] = {"median": 20.0, "min": 19.0, "max": 21.0}
-    other = said(lab.weights_summary, fast)
+    other = said(lab_weights.weights_summary, fast)
     flips(held, other, {"en": ("41% of fp32's weight memory, but slower per token", "41% of fp32's weight memory, and faster"),
                         "zh": ("41%，但每 token 更慢", "41%，每 token 也更快")})
     assert "no fast one for" in held["en"] and "no fast one" not in other["en"]     # the kernel note goes too
     same = lab_copy()
     bf16, fp32 = weights_row(same, "bf16"), weights_row(same, "fp32")
     bf16.update(tpot_ms=fp32["tpot_ms"] * 1.01, spread={**bf16["spread"], "tpot_ms": fp32["spread"]["tpot_ms"]})
-    flips(held, said(lab.weights_summary, same), {"en": ("but slower per token (46.5 ms", "about as fast per token"),
+    flips(held, said(lab_weights.weights_summary, same), {"en": ("but slower per token (46.5 ms", "about as fast per token"),
                                                    "zh": ("但每 token 更慢（46.5 ms", "速度与 fp32 相当")})
 
 
@@ -336,11 +336,11 @@ def test_an_early_batching_jump_is_blamed_on_memory_only_when_the_bytes_grew_wit
         r["step_ms"]["median"] = base * 1.6
         r["bytes"], r["bound_ms"] = one["bytes"] * 1.004, one["bound_ms"] * 1.004       # bytes barely move
         r["compute_bound_ms"] = 0.1 * r["bound_ms"]
-    other = said(verdicts.batching, part)
+    other = said(serving_verdicts.batching, part)
     memory = copy.deepcopy(part)
     for r in sorted(memory["rows"], key=lambda r: r["batch"])[1:]:
         r["bytes"], r["bound_ms"] = one["bytes"] * 1.5, one["bound_ms"] * 1.5          # each request's KV reads
-    grew = said(verdicts.batching, memory)
+    grew = said(serving_verdicts.batching, memory)
     flips(other, grew, {"en": ("neither the memory traffic nor the arithmetic", "the growth is memory traffic"),
                         "zh": ("都解释不了这次跳升", "增长来自内存读写")})
     assert "0.4%" in other["en"] and "0.4%" in other["zh"] and "50%" in grew["en"] and "50%" in grew["zh"]
@@ -353,10 +353,10 @@ def test_a_prefill_is_called_compute_bound_only_where_its_rows_say_so():
     own = [r for r in part["rows"] if r["this_model"]]
     for r in own:                                        # here past the ridge, every GPU short of it
         r["ttft_bound_by"] = "compute" if r["hardware_measured"] else "memory"
-    held = said(verdicts.roofline_prefill, part)
+    held = said(lab_verdicts.roofline_prefill, part)
     for r in own:                                        # the other way round
         r["ttft_bound_by"] = "memory" if r["hardware_measured"] else "compute"
-    other = said(verdicts.roofline_prefill, part)
+    other = said(lab_verdicts.roofline_prefill, part)
     flips(held, other, {"en": ("past this machine's ridge point", "short of this machine's ridge point"),
                         "zh": ("长过这台机器的拐点", "短于这台机器的拐点")})
     flips(held, other, {"en": ("same prefill is limited by reading the weights", "same prefill is limited by arithmetic"),
@@ -365,7 +365,7 @@ def test_a_prefill_is_called_compute_bound_only_where_its_rows_say_so():
     ridge = machine["peak_flops"] / machine["bandwidth_bytes_s"] * 4 / 2          # fp32: 4 bytes a weight
     assert f"about {ridge:.0f} tokens" in held["en"] and f"约 {ridge:.0f} 个 token" in held["zh"]
     h100 = next(h for h in part["hardware"] if "H100" in h["name"])
-    assert abs(verdicts.ridge_tokens(h100) - 989 / 3.35) < 1                      # bf16: peak ÷ bandwidth
+    assert abs(lab_verdicts.ridge_tokens(h100) - 989 / 3.35) < 1                      # bf16: peak ÷ bandwidth
     assert f"{own[0]['prompt_tokens']} tokens" in held["en"]
 
 
@@ -374,10 +374,10 @@ def test_a_profiled_prefill_says_which_bound_its_matmuls_met():
     ops = [o for o in profile["phases"]["prefill"]["ops"] if o["family"] == "matmul" and o["layers"]]
     for o in ops:
         o["bound"] = "compute"
-    held = said(verdicts.profile_prefill, profile)
+    held = said(lab_verdicts.profile_prefill, profile)
     for o in ops:
         o["bound"] = "memory"
-    other = said(verdicts.profile_prefill, profile)
+    other = said(lab_verdicts.profile_prefill, profile)
     flips(held, other, {"en": ("limited by arithmetic", "limited by reading the weights"),
                         "zh": ("受算力限制", "受读取权重的带宽限制")})
     n = profile["phases"]["prefill"]["tokens"]
@@ -461,8 +461,8 @@ def test_the_quoted_shares_and_ridges_are_computed_from_their_figures():
     machine = next(h for h in roof["hardware"] if h["measured"])
     gpus = [h for h in roof["hardware"] if not h["measured"]]
     f = speed_facts(LAB)
-    assert f["ridge_here"] == f"{verdicts.ridge_tokens(machine):.0f}"
-    assert f["ridge_gpus"] == verdicts.span([verdicts.ridge_tokens(h) for h in gpus])
+    assert f["ridge_here"] == f"{lab_verdicts.ridge_tokens(machine):.0f}"
+    assert f["ridge_gpus"] == verdicts.span([lab_verdicts.ridge_tokens(h) for h in gpus])
     faster = lab_copy()
     next(h for h in faster["roofline"]["hardware"] if h["measured"])["bandwidth_bytes_s"] *= 2   # half the ridge
-    assert speed_facts(faster)["ridge_here"] == f"{verdicts.ridge_tokens(machine) / 2:.0f}"
+    assert speed_facts(faster)["ridge_here"] == f"{lab_verdicts.ridge_tokens(machine) / 2:.0f}"

@@ -7,13 +7,13 @@ import json
 import pandas as pd
 import pytest
 
-from viz.charts import lab
+from viz.charts import lab, lab_roofline, lab_weights
 from viz.text.labels import LABELS, label
 from tests.paths import ROOT, FIXTURES
 
 FIXTURE = FIXTURES / "lab_quick.json"
-CHARTS = (lab.kv_chart, lab.attention_chart, lab.weights_chart, lab.roofline_chart)
-TABLES = (lab.kv_table, lab.attention_table, lab.weights_table, lab.roofline_table)
+CHARTS = (lab.kv_chart, lab.attention_chart, lab_weights.weights_chart, lab_roofline.roofline_chart)
+TABLES = (lab.kv_table, lab.attention_table, lab_weights.weights_table, lab_roofline.roofline_table)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def test_every_chart_table_and_summary(result, lang):
 def test_chinese_text_is_chinese(result):
     spec = strict(lab.kv_chart(result, lang="zh"))
     assert "开启缓存" in spec and "关闭缓存" in spec
-    assert "权重" in strict(lab.weights_chart(result, lang="zh"))
+    assert "权重" in strict(lab_weights.weights_chart(result, lang="zh"))
 
 
 def test_kv_chart_shows_both_modes_and_the_speedup(result):
@@ -63,9 +63,9 @@ def test_unavailable_format_keeps_its_row_with_the_reason(result):
     changed = copy.deepcopy(result)
     rows = changed["weights"]["rows"]
     rows[-1] = {"format": "nf4", "available": False, "reason": "bitsandbytes has no 4-bit kernel here"}
-    spec = strict(lab.weights_chart(changed))
+    spec = strict(lab_weights.weights_chart(changed))
     assert "bitsandbytes has no 4-bit kernel here" in spec and "not available here" in spec
-    table = lab.weights_table(changed)
+    table = lab_weights.weights_table(changed)
     assert table.iloc[3, 1] == "—" and "no 4-bit kernel" in table.iloc[3, -1]
     assert "4-bit (nf4)" in list(table.iloc[:, 0])
 
@@ -86,19 +86,19 @@ def test_missing_section_says_to_run_it(result):
 
 
 def test_roofline_for_each_model_flags_projections(result):
-    models = lab.roofline_models(result)
+    models = lab_roofline.roofline_models(result)
     assert models[0] == "SmolLM2-135M-Instruct" and "Llama-3-70B" in models
-    own = strict(lab.roofline_chart(result, model=models[0]))
-    assert "measured here" in own and "projection" not in lab.roofline_chart(result, model=models[0]).to_dict()["title"]["text"]
-    big = lab.roofline_chart(result, model="Llama-3-70B").to_dict()
-    assert "projection" in big["title"]["text"] and "does not fit" in strict(lab.roofline_chart(result, model="Llama-3-70B"))
-    table = lab.roofline_table(result, model=models[0])
+    own = strict(lab_roofline.roofline_chart(result, model=models[0]))
+    assert "measured here" in own and "projection" not in lab_roofline.roofline_chart(result, model=models[0]).to_dict()["title"]["text"]
+    big = lab_roofline.roofline_chart(result, model="Llama-3-70B").to_dict()
+    assert "projection" in big["title"]["text"] and "does not fit" in strict(lab_roofline.roofline_chart(result, model="Llama-3-70B"))
+    table = lab_roofline.roofline_table(result, model=models[0])
     measured = table[label("lab_measured_pair", "en")]
     assert " · " in measured.iloc[0] and set(measured.iloc[1:]) == {"projection"}   # only this machine measured
     assert len(table.columns) == 6                   # fits the lab's column (the model is in the title)
-    zh = lab.roofline_table(result, model=models[0], lang="zh")
+    zh = lab_roofline.roofline_table(result, model=models[0], lang="zh")
     assert zh.iloc[0, 0].startswith("本机（CPU，") and "this machine" not in strict(
-        lab.roofline_chart(result, model=models[0], lang="zh"))
+        lab_roofline.roofline_chart(result, model=models[0], lang="zh"))
 
 
 def test_every_lab_label_has_both_languages():
@@ -114,6 +114,6 @@ def test_the_quality_line_reads_the_measured_agreement():
     recorded = json.loads((ROOT / "assets" / "lab" / "recorded.json").read_text())
     rows = {r["format"]: r for r in recorded["weights"]["rows"]}
     for lang in ("en", "zh"):
-        line = lab.quality_line(recorded, lang)
+        line = lab_weights.quality_line(recorded, lang)
         assert f"{rows['nf4']['top1_agreement']:.1%}" in line and f"{rows['nf4']['mean_kl']:.3f}" in line
         assert "fp32" in line and "bf16" in line

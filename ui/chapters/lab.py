@@ -21,6 +21,7 @@ from engine.errors import EngineError
 from engine.schema.lab import EXPERIMENTS
 from engine.schema.specs import PUBLIC_MODELS, short_name
 from viz.charts import lab as charts
+from viz.charts import lab_roofline, lab_weights
 from viz.charts import lab_serving as serving
 from viz.text.facts import fill
 from viz.fmt import device_name
@@ -50,16 +51,16 @@ class Section:
 SECTIONS = {
     "kv_cache": Section("kv", "lab_kv_heading", "lab_kv_explain", charts.kv_chart, charts.kv_table),
     "attention": Section("attn", "lab_attn_heading", "lab_attn_explain", charts.attention_chart, charts.attention_table),
-    "weights": Section("weights", "lab_weights_heading", "lab_weights_explain", charts.weights_chart,
-                       charts.weights_table),
-    "roofline": Section("roofline", "lab_roof_heading", "lab_roof_explain", charts.roofline_chart, charts.roofline_table),
+    "weights": Section("weights", "lab_weights_heading", "lab_weights_explain", lab_weights.weights_chart,
+                       lab_weights.weights_table),
+    "roofline": Section("roofline", "lab_roof_heading", "lab_roof_explain", lab_roofline.roofline_chart, lab_roofline.roofline_table),
     "batching": Section("batch", "lab_batch_heading", "lab_batch_explain", serving.batching_chart, serving.batching_table),
     "verify": Section("verify", "lab_verify_heading", "lab_verify_explain", serving.verify_chart, serving.verify_table),
     "speculative": Section("spec", "lab_spec_heading", "lab_spec_explain", serving.speculative_chart,
                            serving.speculative_table),
 }
 assert tuple(SECTIONS) == EXPERIMENTS, "engine/schema/lab.py lists the lab's experiments"
-SUMMARIES = {**charts.SUMMARIES, **serving.SUMMARIES}
+SUMMARIES = {**charts.SUMMARIES, **lab_weights.SUMMARIES, **lab_roofline.SUMMARIES, **serving.SUMMARIES}
 
 
 def heading_of(name: str, lang: str) -> str:

@@ -19,6 +19,7 @@ from viz import html
 from viz.charts import attention, decode, kv, speed
 from viz.charts import floor as floor_viz
 from viz.charts import lab as lab_viz
+from viz.charts import lab_weights
 from viz.charts import profile as profile_viz
 from viz.charts import reasoning as rviz
 from viz.charts.sampling import playground_chart
@@ -109,8 +110,8 @@ def weights_md(lab: dict | None, lang: str, present: bool) -> str:
     if not lab:
         return ""
     try:
-        more = "" if present else "  \n" + lab_viz.weights_summary(lab, lang)
-        return lab_viz.quality_line(lab, lang) + more
+        more = "" if present else "  \n" + lab_weights.weights_summary(lab, lang)
+        return lab_weights.quality_line(lab, lang) + more
     except ValueError:              # a recording without the weights experiment
         return ""
 

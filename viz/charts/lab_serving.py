@@ -14,7 +14,7 @@ from viz.fmt import fmt_ms
 from viz.charts.lab import _partial_note, _ratio, section
 from viz.text.labels import label
 from viz.charts.theme import BLUE, GREY, INK, ORANGE
-from viz.text import verdicts
+from viz.text import serving_verdicts
 
 PALE = "#e3e6eb"      # drafted past the end of the output: never judged
 
@@ -51,7 +51,7 @@ def batching_chart(result: dict, lang: str = "en") -> alt.LayerChart:
         layers.append(alt.Chart(bounds).mark_line(strokeDash=[6, 4]).encode(
             x=x, y=y, color=color, tooltip=[alt.Tooltip("batch:Q"), alt.Tooltip("ms:Q", format=".2f"),
                                             alt.Tooltip("by:N", title=label("lab_limited", lang))]))
-    grows = verdicts.batch_grows_from(part)          # from the rows shown, as the verdict reads them
+    grows = serving_verdicts.batch_grows_from(part)          # from the rows shown, as the verdict reads them
     if grows:
         mark = pd.DataFrame([{"batch": grows, "text": label("lab_batch_grows", lang, b=grows)}])
         layers += [alt.Chart(mark).mark_rule(color=ORANGE, strokeDash=[2, 2]).encode(x=x),
@@ -84,7 +84,7 @@ def batching_summary(result: dict, lang: str = "en") -> str:
     text = label("lab_batch_means", lang, b=best["batch"], x=_ratio(best.get("speedup")),
                  tok=f"{best['tokens_per_s']:.0f}", one=f"{rows[0]['tokens_per_s']:.1f}")
     # where the step time starts to grow, against the roofline's ridge: what limits batching here
-    verdict = verdicts.batching(part, lang)
+    verdict = serving_verdicts.batching(part, lang)
     return f"{text}{'' if lang == 'zh' else ' '}{verdict}" if verdict else text
 
 
@@ -136,7 +136,7 @@ def verify_summary(result: dict, lang: str = "en") -> str:
     rows = part.get("rows") or []
     if len(rows) < 2:
         return label("lab_partial", lang)
-    return verdicts.verify(part, lang)         # flat or not, cheaper than k passes or not: measured
+    return serving_verdicts.verify(part, lang)         # flat or not, cheaper than k passes or not: measured
 
 
 # --- 7 speculative decoding ---------------------------------------------------------------------
@@ -229,7 +229,7 @@ def speculative_summary(result: dict, lang: str = "en") -> str:
     if "plain" not in rows or best is None:
         return label("lab_partial", lang)
     names = {arm: arm_name(arm, lang, part.get("draft_model")) for arm in rows}
-    sentences = [verdicts.speculative(part, lang, names),          # faster, slower or about the same: measured
+    sentences = [serving_verdicts.speculative(part, lang, names),          # faster, slower or about the same: measured
                  label("lab_spec_same" if part.get("identical") else "lab_spec_differs", lang)]
     if part.get("draft_skipped"):
         sentences.append(label("lab_spec_no_draft", lang) if not part.get("draft_given") else part["draft_skipped"])

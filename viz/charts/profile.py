@@ -16,7 +16,7 @@ import altair as alt
 import pandas as pd
 
 from viz.fmt import fmt_ms, wrap_lines
-from viz.text import verdicts
+from viz.text import lab_verdicts
 from viz.text.labels import label
 from viz.charts.theme import BLUE, GREY, INK, ORANGE, PURPLE
 
@@ -233,7 +233,7 @@ def summary_md(profile: dict | None, lang: str) -> str:
                     decode_x=_ratio_text(dec["forward_ms"] / dec["predicted_ms"]))
     matmul = ratios.get(label("prof_group_matmul", lang))
     # near their bound, or under it (then the bandwidth measured is below what the machine reached)
-    matmuls = verdicts.profile_matmuls(matmul, _ratio_text(matmul), _ratio_text(min(
+    matmuls = lab_verdicts.profile_matmuls(matmul, _ratio_text(matmul), _ratio_text(min(
         (ratios[g] for g in small if g in ratios), default=None)), profile.get("machine") or {}, lang)
     # compute- or memory-bound, as this prefill's length stands to the machine's ridge point
-    return ("" if lang == "zh" else " ").join(x for x in (summary, matmuls, verdicts.profile_prefill(profile, lang)) if x)
+    return ("" if lang == "zh" else " ").join(x for x in (summary, matmuls, lab_verdicts.profile_prefill(profile, lang)) if x)

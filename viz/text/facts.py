@@ -15,7 +15,7 @@ from engine.schema.specs import CONTEXTS, PUBLIC_MODELS, dtype_bytes, kv_bytes
 
 from viz.fmt import DASH, fmt_bytes, fmt_ms
 from viz.frames import MIN_WEIGHT, context_name
-from viz.text import verdicts
+from viz.text import lab_verdicts, verdicts
 from viz.text.labels import label
 
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -71,7 +71,7 @@ def speed_facts(lab: dict | None) -> dict[str, str]:
     def floor_on(hw: dict | None) -> dict | None:          # the first public model's row on `hw`
         return next((r for r in rows if not r.get("this_model") and hw and r.get("hardware") == hw["name"]), None)
     other, on_old, on_new = floor_on(gpu), floor_on(old), floor_on(new)
-    ridges = sorted(verdicts.ridge_tokens(h) for h in gpus)
+    ridges = sorted(lab_verdicts.ridge_tokens(h) for h in gpus)
     return {
         "weights": fmt_bytes(here["weight_bytes"]) if here else DASH,
         "bandwidth": f"{machine['bandwidth_bytes_s'] / 1e9:.3g} GB/s" if machine else DASH,
@@ -84,7 +84,7 @@ def speed_facts(lab: dict | None) -> dict[str, str]:
         "new_floor": fmt_ms(on_new["tpot_bound_ms"]) if on_new else DASH,
         "gpu_x": verdicts.times(on_old["tpot_bound_ms"] / on_new["tpot_bound_ms"]) if on_old and on_new else DASH,
         "bw_x": verdicts.times(new["bandwidth_bytes_s"] / old["bandwidth_bytes_s"]) if old and new else DASH,
-        "ridge_here": f"{verdicts.ridge_tokens(machine):.0f}" if machine else DASH,
+        "ridge_here": f"{lab_verdicts.ridge_tokens(machine):.0f}" if machine else DASH,
         "ridge_gpus": verdicts.span(ridges) if ridges else DASH,
     }
 
@@ -98,7 +98,7 @@ def weights_facts(lab: dict | None, lang: str) -> dict[str, str]:
     def share(fmt: str, of: str) -> str:
         return f"{rows[fmt]['weight_bytes'] / rows[of]['weight_bytes']:.0%}" if fmt in rows and of in rows else DASH
     return {"int8_share": share("int8", "fp32"), "int8_vs_bf16": share("int8", "bf16"), "nf4_share": share("nf4", "fp32"),
-            "baseline": verdicts.baseline(part, lang)}
+            "baseline": lab_verdicts.baseline(part, lang)}
 
 
 def kv_facts(lab: dict | None, model: dict, lang: str) -> dict[str, str]:
@@ -108,7 +108,7 @@ def kv_facts(lab: dict | None, model: dict, lang: str) -> dict[str, str]:
     on = (part.get("runs") or {}).get("cache_on")
     if not on or len(on.get("step_ms") or []) < 4:
         return {"kv_context": DASH, "kv_at_context": DASH, "kv_tie": ""}
-    line = verdicts.kv_line(on, int(part.get("prompt_tokens") or 0))
+    line = lab_verdicts.kv_line(on, int(part.get("prompt_tokens") or 0))
     head_dim = model.get("head_dim") or model["hidden_size"] // model["heads"]
     return {"kv_context": str(line["b"]),
             "kv_at_context": fmt_bytes(kv_bytes(model["layers"], model["kv_heads"], head_dim, line["b"],
