@@ -98,6 +98,11 @@ def slo_ms() -> tuple[float, float]:
     return number("TBT_SLO_TTFT_MS", 1000.0), number("TBT_SLO_TPOT_MS", 100.0)
 
 
+def session_grace_s() -> int:
+    """TBT_SESSION_GRACE_S: seconds a page session is kept after its visitor left (ui/host/sessions.py)."""
+    return max(0, integer("TBT_SESSION_GRACE_S", 120))
+
+
 def share_dir() -> Path:
     """TBT_SHARE_DIR: where runs behind share links are kept (capped by TBT_SHARE_MB)."""
     return Path(os.environ.get("TBT_SHARE_DIR") or user_cache() / "shared-runs")
