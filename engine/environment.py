@@ -103,6 +103,11 @@ def session_grace_s() -> int:
     return max(0, integer("TBT_SESSION_GRACE_S", 120))
 
 
+def malloc_trim() -> bool:
+    """TBT_MALLOC_TRIM=0: no malloc_trim after the last run ends (engine/host/memory.py)."""
+    return switch("TBT_MALLOC_TRIM")
+
+
 def share_dir() -> Path:
     """TBT_SHARE_DIR: where runs behind share links are kept (capped by TBT_SHARE_MB)."""
     return Path(os.environ.get("TBT_SHARE_DIR") or user_cache() / "shared-runs")

@@ -56,13 +56,22 @@ def rss_mb(pid: int) -> float:
 
 
 class Visitor:
-    """One client thread: its gradio_client session and its last trace (for /fork and uploads)."""
+    """One client thread: its gradio_client session and its last trace (for /fork and uploads).
+    A visitor comes back as a new session every round (`renew`): the old Client is closed, as a
+    script that ends or a tab that closes, and the server sees it leave."""
 
     def __init__(self, url: str, tokens: int, index: int):
-        from gradio_client import Client
-        self.client, self.tokens, self.index = Client(url, verbose=False), tokens, index
+        self.url, self.tokens, self.index, self.client = url, tokens, index, None
         self.last: str | None = None
         self.prompts = itertools.cycle(PROMPTS[index % len(PROMPTS):] + PROMPTS[:index % len(PROMPTS)])
+        self.renew()
+
+    def renew(self) -> None:
+        from gradio_client import Client
+        new = Client(self.url, verbose=False)
+        if self.client is not None:
+            self.client.close()
+        self.client = new
 
     def trace(self) -> None:
         self.last = self.client.predict(next(self.prompts), self.tokens, api_name="/trace")
@@ -145,6 +154,10 @@ def run_round(visitors: list[Visitor], kinds: list[str], pages: Pages | None, er
             errors.append(f"{kind}: {type(exc).__name__}: {str(exc)[:160]}")
 
     def visitor_work(i: int) -> None:
+        try:
+            visitors[i].renew()
+        except Exception as exc:                  # a loaded server: the old session goes on
+            errors.append(f"new session: {type(exc).__name__}: {str(exc)[:160]}")
         for kind in kinds[i::len(visitors)]:
             one(visitors[i], kind)
     with ThreadPoolExecutor(len(visitors)) as pool:
@@ -171,11 +184,16 @@ def soak(url: str, pid: int, args) -> dict:
     kinds = args.mix.split(",")
     visitors = [Visitor(url, args.tokens, i) for i in range(args.clients)]
     pages = Pages(url, args.tokens) if "page" in kinds else None
+    cold = rss_mb(pid)
+    errors: list[str] = []
+    # one run of each kind first: the first run of a kind loads what stays for every later one
+    # (thread pools, tokenizer caches, Chromium's first page), so "idle" is a server that has served
+    warm = run_round(visitors[:1], list(dict.fromkeys(kinds)), pages, errors)
     idle = rss_mb(pid)
-    curve, errors, runs, start = [{"runs": 0, "rss_mb": idle, "s": 0.0}], [], 0, time.monotonic()
+    curve, runs, start = [{"runs": 0, "rss_mb": idle, "s": 0.0}], 0, time.monotonic()
     mix = itertools.cycle(kinds)
     try:
-        while runs < args.runs:
+        while runs < args.runs and time.monotonic() - start < args.max_minutes * 60:
             round_kinds = [next(mix) for _ in range(min(args.per_round, args.runs - runs))]
             runs += run_round(visitors, round_kinds, pages, errors)
             curve.append({"runs": runs, "rss_mb": rss_mb(pid), "s": round(time.monotonic() - start, 1)})
@@ -189,7 +207,7 @@ def soak(url: str, pid: int, args) -> dict:
             "per_round": args.per_round, "errors": len(errors), "error_samples": errors[:5],
             "caps": {k: caps[k] for k in (*HELD_CAPS, *PER_RUN_CAPS, "share_bytes")},
             "status_after": Client(url, verbose=False).predict(api_name="/status")["active_runs"],
-            "verdict": verdict(curve, idle, caps), "curve": curve}
+            "cold_idle_mb": cold, "warm_up_runs": warm, "verdict": verdict(curve, idle, caps), "curve": curve}
 
 
 def wait_loaded(url: str, seconds: float = 600) -> None:
@@ -212,14 +230,16 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=8)
     parser.add_argument("--per-round", type=int, default=40, help="runs between two RSS samples")
     parser.add_argument("--mix", default="trace,trace,compare,fork,upload,trace,page")
+    parser.add_argument("--max-minutes", type=float, default=120, help="start no round after this long")
     parser.add_argument("--compile", action="store_true", help="leave the compiled decode path on")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the server (repeatable)")
     parser.add_argument("--out", default=None, help="also write the JSON here")
+    parser.add_argument("--log", default="soak-server", help="the server's log: test-output/LOG.log")
     args = parser.parse_args()
     from tests.servers import app_server
     env = {**os.environ, "HF_HUB_OFFLINE": "1", **({} if args.compile else {"TBT_COMPILE": "0"}),
            **dict(e.split("=", 1) for e in args.env)}
-    with app_server("soak-server", env) as (proc, url):       # its output: test-output/soak-server.log
+    with app_server(args.log, env) as (proc, url):       # its output: test-output/LOG.log
         wait_loaded(url)
         result = soak(url, proc.pid, args)
     result["server_env"] = {k: env[k] for k in env if k.startswith(("TBT_", "MALLOC_"))}

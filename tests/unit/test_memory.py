@@ -118,3 +118,26 @@ def test_the_app_drops_a_session_when_its_visitor_leaves(app_demo):
     for dep in unloads:
         dep.fn(SimpleNamespace(session_hash="visitor"))
     assert "visitor" not in holder.session_data
+
+
+def test_the_house_trims_malloc_once_the_last_run_ends(monkeypatch):
+    from engine.host import memory
+    from engine.host.house import House
+    from tests.waits import wait_until
+    if memory.LIBC is None:
+        pytest.skip("this libc has no malloc_trim")
+    monkeypatch.delenv("TBT_MALLOC_TRIM", raising=False)
+    house, before = House(), memory.trims
+    house.run_begins()
+    house.run_begins()
+    house.run_ends()
+    assert memory.trims == before                   # a run still goes on: nothing trimmed under it
+    house.run_ends()
+    wait_until(lambda: memory.trims > before, 30, "a trim after the last run")
+    monkeypatch.setenv("TBT_MALLOC_TRIM", "0")
+    wait_until(lambda: memory._busy.acquire(blocking=False), 30, "the trim's thread done")
+    memory._busy.release()
+    done = memory.trims
+    house.run_begins()
+    house.run_ends()
+    assert memory.trims == done and not memory.describe()["malloc_trim"]
