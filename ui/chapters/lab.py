@@ -26,6 +26,7 @@ from viz.charts import lab_serving as serving
 from viz.text.facts import fill
 from viz.fmt import device_name
 from viz.text.labels import label, progress
+from viz.text.load_note import load_note
 
 from ui.host.errors import internal, message, say
 from ui.host.gpu import ZERO_GPU, on_gpu, stop_cancels
@@ -98,7 +99,9 @@ def note_md(results: dict, name: str, lang: str) -> str:
     except ValueError as exc:
         return str(exc)
     seconds = (results.get("seconds") or {}).get(name)
-    return text + (f" ({label('lab_took', lang, s=f'{seconds:.0f}')})" if seconds is not None else "")
+    busy = load_note((results.get(name) or {}).get("load"), lang)     # said when the machine was busy
+    return (text + (f" ({label('lab_took', lang, s=f'{seconds:.0f}')})" if seconds is not None else "")
+            + (f"\n\n{busy}" if busy else ""))
 
 
 class LabActions:
