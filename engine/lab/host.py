@@ -65,7 +65,7 @@ def adopt(found: dict | None) -> bool:
         if key[0] != host_name(key[1] or "cpu") or key in _KNOWN:
             return False
         _KNOWN[key] = {k: found[k] for k in ("bandwidth_bytes_s", "peak_flops", "host", "device", "dtype",
-                                             "measured_at", "method") if k in found}
+                                             "measured_at", "method", "load") if k in found}
     return True
 
 
@@ -79,10 +79,15 @@ def figures(device: torch.device | str, dtype, hold=None) -> dict:
     # for the figures meanwhile waits on our lock only, never the other way round
     with hold or contextlib.nullcontext(), _LOCK, torch.inference_mode():
         if key not in _KNOWN:
-            _KNOWN[key] = {"bandwidth_bytes_s": read_bandwidth(device, MEGABYTES, REPEATS),
-                           "peak_flops": matmul_flops(device, getattr(torch, key[2]), n=MATMUL_N, repeats=REPEATS),
+            # watched: a bandwidth measured while other work shares the cores is low, and every
+            # bound divided by it too high (viz/text/load_note.py says so where it is busy)
+            with watching_load() as watch:
+                bandwidth = read_bandwidth(device, MEGABYTES, REPEATS)
+                flops = matmul_flops(device, getattr(torch, key[2]), n=MATMUL_N, repeats=REPEATS)
+            _KNOWN[key] = {"bandwidth_bytes_s": bandwidth, "peak_flops": flops,
                            "host": key[0], "device": key[1], "dtype": key[2],
-                           "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "method": METHOD}
+                           "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "method": METHOD,
+                           "load": watch.result()}
         return _KNOWN[key]
 
 

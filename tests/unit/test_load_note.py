@@ -17,7 +17,7 @@ from engine.schema.load import HostLoad, is_busy
 from ui.chapters.floor import views
 from ui.chapters.lab import note_md
 from ui.host import recordings
-from viz.text.load_note import floor_load_note, load_note
+from viz.text.load_note import bandwidth_load_note, floor_load_note, load_note
 
 BUSY = HostLoad(seconds=12.0, cpus=2, others=0.62, steal=0.04, load_1m=5.3)
 QUIET = HostLoad(seconds=12.0, cpus=2, others=0.03, steal=0.0, load_1m=1.1)
@@ -88,3 +88,28 @@ def test_a_floor_file_with_an_impossible_load_is_refused():
         read_floor(json.dumps(data))
     data["modes"][0]["load"]["others"] = 0.5
     assert check_floor(read_floor(json.dumps(data))).modes[0].load.others == 0.5
+
+
+@pytest.mark.parametrize("lang,words", [("en", ("bandwidth (7.9 GB/s)", "busy", "too high")),
+                                        ("zh", ("带宽（7.9 GB/s）", "很忙", "偏高"))])
+def test_the_roofline_says_when_its_bandwidth_was_measured_on_a_busy_machine(lang, words):
+    results = copy.deepcopy(recordings.lab())
+    machine = next(h for h in results["roofline"]["hardware"] if h.get("measured"))
+    assert bandwidth_load_note(results["roofline"], lang) == ""          # the recording: nobody watched
+    machine.update(bandwidth_bytes_s=7.9e9, load={"seconds": 2.0, "cpus": 2, "others": 0.8, "steal": 0.0,
+                                                  "load_1m": 6.0})
+    said = bandwidth_load_note(results["roofline"], lang)
+    assert all(w in said for w in words), said
+    assert said in note_md(results, "roofline", lang)
+
+
+def test_the_host_figures_keep_the_load_they_were_measured_under(monkeypatch):
+    import torch
+    from engine.lab import host
+    monkeypatch.setattr(host, "_KNOWN", {})
+    monkeypatch.setattr(host, "read_bandwidth", lambda *a: 9.2e9)          # the watch, not the sums, is tested
+    monkeypatch.setattr(host, "matmul_flops", lambda *a, **k: 1e11)
+    found = host.figures("cpu", torch.float32)
+    assert "load" in found and (found["load"] is None or 0 <= found["load"]["others"] <= 1)
+    monkeypatch.setattr(host, "_KNOWN", {})
+    assert host.adopt(found) and host.known("cpu", torch.float32)["load"] == found["load"]    # kept when adopted

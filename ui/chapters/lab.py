@@ -26,7 +26,7 @@ from viz.charts import lab_serving as serving
 from viz.text.facts import fill
 from viz.fmt import device_name
 from viz.text.labels import label, progress
-from viz.text.load_note import load_note
+from viz.text.load_note import bandwidth_load_note, load_note
 
 from ui.host.errors import internal, message, say
 from ui.host.gpu import ZERO_GPU, on_gpu, stop_cancels
@@ -99,7 +99,10 @@ def note_md(results: dict, name: str, lang: str) -> str:
     except ValueError as exc:
         return str(exc)
     seconds = (results.get("seconds") or {}).get(name)
-    busy = load_note((results.get(name) or {}).get("load"), lang)     # said when the machine was busy
+    section = results.get(name) or {}
+    # said when the machine was busy: while the experiment ran, or (the roofline) while its bandwidth was measured
+    busy = " ".join(filter(None, (load_note(section.get("load"), lang),
+                                  bandwidth_load_note(section, lang) if name == "roofline" else "")))
     return (text + (f" ({label('lab_took', lang, s=f'{seconds:.0f}')})" if seconds is not None else "")
             + (f"\n\n{busy}" if busy else ""))
 

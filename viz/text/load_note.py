@@ -29,6 +29,17 @@ def load_note(load: HostLoad | dict | None, lang: str = "en") -> str:
                  steal=_steal(load, lang), load=f"{_get(load, 'load_1m'):.1f}")
 
 
+def bandwidth_load_note(section: dict | None, lang: str = "en") -> str:
+    """The roofline's warning when this machine's bandwidth and FLOP/s (its `hardware` row marked
+    measured) were measured at a busy moment, perhaps before the experiment itself ran."""
+    machine = next((h for h in (section or {}).get("hardware", []) if h.get("measured")), None)
+    load = (machine or {}).get("load")
+    if not is_busy(load):
+        return ""
+    return label("load_busy_bandwidth", lang, bw=f"{machine.get('bandwidth_bytes_s', 0) / 1e9:.1f}",
+                 others=f"{_get(load, 'others'):.0%}", cpus=_get(load, "cpus"), steal=_steal(load, lang))
+
+
 def floor_load_note(floor: Floor, lang: str = "en") -> str:
     """The serving floor's warning: each way ran at its own moment, so say what each one met."""
     loads = [(name, floor.mode(name).load) for name in MODES]
