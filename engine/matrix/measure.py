@@ -32,10 +32,14 @@ def _check(ok: bool, what: str) -> None:
 
 
 def _generate(engine, ids: list[int], steps: int) -> list[int]:
+    """The reference: `model.generate` on a fresh copy. The attention mask is given: generate would
+    otherwise infer one from the pad id, and mask every prompt token that shares it (OLMo 2's config
+    says pad 1, which is <|im_start|> in the embedded tokenizer: 15 of 16 tokens then differ)."""
     from transformers import AutoModelForCausalLM
     model = AutoModelForCausalLM.from_pretrained(engine.info.id, dtype=torch.float32).eval()
     with torch.inference_mode():
-        out = model.generate(torch.tensor([ids]), max_new_tokens=steps, min_new_tokens=steps, do_sample=False)
+        out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                             max_new_tokens=steps, min_new_tokens=steps, do_sample=False)
     return out[0, len(ids):].tolist()
 
 
