@@ -73,6 +73,13 @@ def lab_mode() -> str:
     return text("TBT_LAB").lower()
 
 
+def trusted_proxies() -> int:
+    """TBT_TRUSTED_PROXIES: how many proxies in front of the app append to X-Forwarded-For (the
+    address the N-th from the right reports is the client's). Unset: 1 on a Hugging Face Space
+    (SPACE_ID set: its proxy appends the address it saw), else 0 (no header is trusted)."""
+    return max(0, integer("TBT_TRUSTED_PROXIES", 1 if text("SPACE_ID") else 0))
+
+
 def concurrency() -> int:
     """TBT_CONCURRENCY: runs of one model in progress at once (the page's queue admits this many)."""
     return max(1, integer("TBT_CONCURRENCY", 2))

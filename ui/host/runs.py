@@ -70,23 +70,41 @@ class StopFlags:
 class ClientSlots:
     """At most one API run per client at a time, so that one script cannot take every run slot.
 
-    A client is its session (each gradio_client `Client` has one) and, behind a proxy that forwards
-    it (a Hugging Face Space), also its address: a script that opens many sessions from one
-    address still gets one slot. A second call while the first runs is refused at once with a
+    A client is its session (each gradio_client `Client` has one) and its address: a script that
+    opens many sessions from one address still gets one slot. The address is one nobody in front of
+    the app can write: behind `hops` trusted proxies (TBT_TRUSTED_PROXIES; 1 on a Hugging Face
+    Space, whose proxy appends the address it saw to X-Forwarded-For), the address the `hops`-th
+    entry from the right of X-Forwarded-For reports; everything left of it is whatever the caller
+    sent, and is never read. With no proxy declared the header is not read at all and the address is
+    the connection's own, unless that is this machine (the host's own scripts and tests: their
+    sessions are their slots). A second call while the first runs is refused at once with a
     message, so it does not sit in the queue in front of other visitors either."""
 
-    def __init__(self):
+    LOCAL = ("127.0.0.1", "::1", "localhost")
+
+    def __init__(self, hops: int | None = None):
         self._busy: set[str] = set()
         self._lock = threading.Lock()
+        self.hops = environment.trusted_proxies() if hops is None else max(0, hops)
 
-    @staticmethod
-    def keys(request) -> list[str]:
+    def address(self, request) -> str | None:
+        """The client's address as the trusted proxies (or the connection) report it; None: none to key on."""
+        client = getattr(request, "client", None)
+        peer = getattr(client, "host", None) or None
+        if self.hops:
+            entries = [e.strip() for e in (request.headers or {}).get("x-forwarded-for", "").split(",")]
+            entries = [e for e in entries if e]
+            if len(entries) >= self.hops:
+                return entries[-self.hops]
+            # fewer entries than proxies: the call did not come through them all; its own connection
+        return None if peer in self.LOCAL else peer
+
+    def keys(self, request) -> list[str]:
         if request is None:
             return ["anonymous"]
         keys = [f"session:{request.session_hash}"]
-        forwarded = (request.headers or {}).get("x-forwarded-for", "")
-        if forwarded:
-            keys.append(f"address:{forwarded.split(',')[0].strip()}")
+        if (address := self.address(request)) is not None:
+            keys.append(f"address:{address}")
         return keys
 
     @contextmanager
