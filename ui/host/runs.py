@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import json
+import logging
+import shutil
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +16,8 @@ from pathlib import Path
 
 from engine import environment
 from engine.schema.trace import Trace
+
+log = logging.getLogger(__name__)
 
 # Runs that may be in flight on the one shared engine; their steps interleave under its lock.
 ENGINE_CONCURRENCY = environment.concurrency()
@@ -131,7 +137,13 @@ BUSY = ("this client already has a run in progress; one run at a time per client
         "(wait for the previous /trace or /compare call to return)")
 
 
-def background(work, cancel: threading.Event, each, every: float = 0.5):
+# How long a closed background job is waited for once cancelled: the work checks `cancel` between
+# repeats (a lab repeat, an evaluation question, a back-room child killed at once), so it ends in
+# seconds; past this the caller goes on and the thread (a daemon) is left to end, logged.
+CANCEL_WAIT_S = 30.0
+
+
+def background(work, cancel: threading.Event, each, every: float = 0.5, cancel_wait_s: float | None = None):
     """Run `work(progress)` on a thread of this process; a generator that yields `each(fraction,
     text)` when the progress has changed (looking every `every` seconds) and returns work's result.
 
@@ -164,20 +176,64 @@ def background(work, cancel: threading.Event, each, every: float = 0.5):
     finally:
         if thread.is_alive():            # closed early
             cancel.set()
-            thread.join()
+            thread.join(CANCEL_WAIT_S if cancel_wait_s is None else cancel_wait_s)
+            if thread.is_alive():
+                log.warning("a cancelled background job did not stop within %.0f s; left to end on its own",
+                            CANCEL_WAIT_S if cancel_wait_s is None else cancel_wait_s)
     if "error" in box:
         raise box["error"]
     return box["result"]
 
 
+class TempFolder:
+    """A folder of files for download under the system's temp folder, made on first use (importing
+    a module or building the page makes none) and removed when the process exits."""
+
+    def __init__(self, prefix: str, keep: int = 64):
+        self.prefix, self.keep = prefix, keep
+        self._path: Path | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def made(self) -> bool:
+        return self._path is not None
+
+    def path(self) -> Path:
+        with self._lock:
+            if self._path is None or not self._path.is_dir():
+                self._path = Path(tempfile.mkdtemp(prefix=f"tbt-{self.prefix}-"))
+                atexit.register(shutil.rmtree, self._path, True)
+            return self._path
+
+    def fresh(self) -> Path:
+        """A new folder inside (one download's files); the oldest files beyond `keep` are deleted."""
+        root = self.path()
+        with self._lock:
+            files = sorted(root.glob("*/*"), key=lambda p: p.stat().st_mtime)
+            for old in files[:max(0, len(files) - self.keep + 1)]:     # room for one more
+                old.unlink(missing_ok=True)
+            stale = time.time() - 60       # an empty folder a minute old: its files were deleted
+            for empty in (d for d in root.iterdir() if d.is_dir() and d.stat().st_mtime < stale):
+                if not any(empty.iterdir()):
+                    empty.rmdir()
+        folder = root / uuid.uuid4().hex[:12]
+        folder.mkdir()
+        return folder
+
+
 class KeptFiles:
-    """JSON files written for visitors to download; the oldest are deleted beyond `keep`."""
+    """JSON files written for visitors to download; the oldest are deleted beyond `keep`. The folder
+    is made by the first write."""
 
     def __init__(self, prefix: str, keep: int = 64):
         self.prefix = prefix
-        self.folder = Path(tempfile.mkdtemp(prefix=f"tbt-{prefix}-"))
+        self.place = TempFolder(prefix, keep)
         self.keep = keep
         self._lock = threading.Lock()
+
+    @property
+    def folder(self) -> Path:
+        return self.place.path()
 
     def write_text(self, text: str) -> str:
         path = self.folder / f"{self.prefix}-{uuid.uuid4().hex[:12]}.json"
