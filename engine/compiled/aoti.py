@@ -21,9 +21,11 @@ code and not inside the .so (RSS +0.72-0.79 GB when loaded instead of +1.36).
 A package is kept under TBT_COMPILE_CACHE/aoti, named by a key of everything it depends on:
 model and a fingerprint of its weights, dtype, device (the CPU's flags, the GPU's name), torch and
 transformers versions, the static cache length and this file's and attention.py's source. Its
-JSON sidecar says what the build measured: eager and compiled step time, and whether the
-compiled step's greedy tokens equal eager's. A package slower than eager or with other tokens is
-kept (so nobody builds it again) but not used.
+JSON sidecar says what the build measured: eager and compiled step time (ROUNDS interleaved rounds,
+the median of each), their ratio, and whether the compiled step's greedy tokens equal eager's.
+
+The package is kept only where it pays (engine/compiled/verdict.py: >= 1.15x with the same
+tokens); otherwise only its sidecar stays, saying why, and the host decodes eagerly.
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ from engine import environment
 from engine.model import attention
 from engine.model.clock import now_ms
 
+
 CHECK_STEPS = 16            # greedy steps compared against eager, and timed
+ROUNDS = 5                  # rounds of that comparison; the verdict is on the medians over rounds
 INDUCTOR_CPU = {
     "freezing": True, "max_autotune": True, "max_autotune_gemm_backends": "CPP,ATEN",
     # the weights (prepacked by freezing) in a blob beside the .so: loaded once, not twice
@@ -175,15 +179,28 @@ def build(fast_model, eager_model, device: torch.device, bucket: int, path: Path
         runner = torch._inductor.aoti_load_package(str(partial))
         check = compare(runner, fast_model.config, eager_model, device, bucket)
     os.replace(partial, path)
-    meta = {"package": path.name, "bucket": bucket, "device": _machine(device)[:80], "torch": torch.__version__,
-            "export_s": round(export_s, 1), "compile_s": round(compile_s, 1),
-            "bytes": path.stat().st_size, **check,
-            "use": check["same_tokens"] and check["compiled_ms"] < check["eager_ms"]}
-    path.with_suffix(".json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
-    return meta
+    meta = {"package": path.name, "model": model_tag(fast_model), "bucket": bucket, "device": _machine(device)[:80],
+            "torch": torch.__version__, "export_s": round(export_s, 1), "compile_s": round(compile_s, 1),
+            "bytes": path.stat().st_size, **check}
+    return settle(path, meta)
 
 
-def compare(runner, config, eager_model, device, bucket: int) -> dict:
+def compare(runner, config, eager_model, device, bucket: int, rounds: int = ROUNDS) -> dict:
+    """`rounds` of `compare_once`: the same tokens every round? The medians over rounds of each
+    round's median step times, and their ratio (eager over compiled). Rounds give a busy moment of
+    a shared machine one vote, not the verdict; the load average at the end is recorded."""
+    checks = [compare_once(runner, config, eager_model, device, bucket) for _ in range(max(1, rounds))]
+    eager = statistics.median(c["eager_ms"] for c in checks)
+    compiled = statistics.median(c["compiled_ms"] for c in checks)
+    return {"same_tokens": all(c["same_tokens"] for c in checks), "check_steps": CHECK_STEPS, "rounds": len(checks),
+            "eager_ms": round(eager, 2), "compiled_ms": round(compiled, 2),
+            "ratio": round(eager / compiled, 3) if compiled > 0 else 0.0,
+            "round_ratios": [round(c["eager_ms"] / c["compiled_ms"], 3) if c["compiled_ms"] else 0.0 for c in checks],
+            "load_average": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
+            "torch_threads": torch.get_num_threads()}
+
+
+def compare_once(runner, config, eager_model, device, bucket: int) -> dict:
     """CHECK_STEPS greedy steps from one prompt (a few fixed token ids: only equality matters),
     eager (DynamicCache) and compiled, in turns so a busy moment of the machine hits both alike:
     same tokens? And the median step time of each (on the job's clock: a back-room build's pauses
@@ -216,25 +233,13 @@ def compare(runner, config, eager_model, device, bucket: int) -> dict:
 
 
 def ready_meta(fast_model, eager_model, device: torch.device, bucket: int, path: Path, progress=None) -> dict:
-    """The sidecar of the package at `path`, built if it is not there. A package once measured
-    slower than eager (a build on a busy machine) is measured again rather than given up for good;
-    one whose tokens differed stays refused."""
-    meta = read_meta(path) if path.exists() else None
-    if meta is None:
+    """The sidecar of the package at `path`, built if neither is there. A verdict once given stays:
+    a package that paid is used; one
+    that did not was deleted, and its sidecar alone says why (no build at every restart)."""
+    meta = read_meta(path)
+    if meta is None or (meta.get("use") and not path.exists()):
         return build(fast_model, eager_model, device, bucket, path, progress)
-    if meta.get("use") or not meta.get("same_tokens"):
-        return meta
-    check = compare(load(path), fast_model.config, eager_model, device, bucket)
-    meta = {**meta, **check, "use": check["same_tokens"] and check["compiled_ms"] < check["eager_ms"]}
-    path.with_suffix(".json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
-    return meta
-
-
-def read_meta(path: Path) -> dict | None:
-    try:
-        return json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    return meta if "why" in meta else settle(path, meta)      # "why": a sidecar from before the verdict rule
 
 
 def load(path: Path):
