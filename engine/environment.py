@@ -68,6 +68,11 @@ def compile_enabled() -> bool:
     return switch("TBT_COMPILE")
 
 
+def compile_pays() -> float:
+    """TBT_COMPILE_PAYS: the speed-up over eager a compiled step's package must show to be kept (1.15)."""
+    return number("TBT_COMPILE_PAYS", 1.15)
+
+
 def lab_mode() -> str:
     """TBT_LAB: "on", "recorded", "off", or "" (unset: the app decides per model)."""
     return text("TBT_LAB").lower()

@@ -144,7 +144,9 @@ class FastPath:
         try:
             path = self.package(bucket)
             meta = aoti.read_meta(path)
-            if meta is None or "why" not in meta or (meta.get("use") and not path.exists()):   # build it
+            if meta is None or "why" not in meta or meta.get("pays_at") != aoti.pays() or \
+                    (meta.get("use") and not path.exists()) or \
+                    (not meta.get("final", True) and path.exists()):     # build it, or time it again
                 self._state[bucket] = "building"
                 meta = backroom.call("compile", f"the decode step, {bucket}-token static cache", "engine.compiled.fast:build_job",
                                      {"bucket": bucket}, model=self.model_id)

@@ -11,7 +11,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-PAYS = 1.15                 # eager's step time over the compiled one's, at least, to keep the package
+from engine import environment
+
+PAYS = 1.15                 # TBT_COMPILE_PAYS default: eager over compiled step time, at least
+
+
+def pays() -> float:
+    """TBT_COMPILE_PAYS, else PAYS (the engine's tests of the path itself set 0: kept whatever its speed)."""
+    return environment.compile_pays()
 
 
 def model_tag(model) -> str:
@@ -26,10 +33,10 @@ def verdict(check: dict) -> tuple[bool, str]:
     ratio = check.get("ratio")
     if ratio is None and check.get("compiled_ms"):          # a sidecar from before ratios were written
         ratio = check["eager_ms"] / check["compiled_ms"]
-    ratio = ratio or 0.0
-    if ratio < PAYS:
+    ratio, needed = ratio or 0.0, pays()
+    if ratio < needed:
         return False, (f"its step ({check.get('compiled_ms')} ms) is {ratio:.2f}x eager's ({check.get('eager_ms')} ms), "
-                       f"under the {PAYS}x that pays for its memory")
+                       f"under the {needed}x that pays for its memory")
     return True, ""
 
 
@@ -37,8 +44,13 @@ def settle(path: Path, meta: dict) -> dict:
     """Write the sidecar with the verdict; a package that does not pay is deleted (the sidecar stays,
     with why), and the older packages of the same model are pruned."""
     use, why = verdict(meta)
-    meta = {**meta, "use": use, "why": why, "pays_at": PAYS}
-    if not use:
+    # a verdict against the package timed on a busy machine is not final: the package stays on disk
+    # (not loaded: no memory) and the next start times it again; a quiet machine's verdict is final
+    final = use or not meta.get("same_tokens") or meta.get("quiet", True)
+    meta = {**meta, "use": use, "why": why, "pays_at": pays(), "final": bool(final)}
+    if not final:
+        meta["why"] = f"{why}; timed on a busy machine ({meta.get('load_average')} load): timed again at the next start"
+    elif not use:
         path.unlink(missing_ok=True)
         meta["bytes"] = 0
     path.with_suffix(".json").write_text(json.dumps(meta, indent=1), encoding="utf-8")

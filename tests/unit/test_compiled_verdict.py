@@ -41,3 +41,10 @@ def test_a_package_that_pays_stays_and_the_model_s_older_ones_go(tmp_path):
     assert not older.exists() and not older.with_suffix(".json").exists() and not unnamed.exists()
     assert other.exists()                                            # another model's package stays
     assert prune(path, "m:float32") == []
+
+
+def test_a_verdict_timed_on_a_busy_machine_keeps_the_package_for_another_timing(tmp_path):
+    path = package(tmp_path, "step-512-new")
+    meta = settle(path, {"model": "m:float32", "same_tokens": True, "ratio": 0.9, "eager_ms": 40, "compiled_ms": 44,
+                         "quiet": False, "load_average": 9.5})
+    assert path.exists() and not meta["use"] and meta["final"] is False and "busy" in meta["why"]
