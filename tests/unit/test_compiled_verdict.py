@@ -48,3 +48,17 @@ def test_a_verdict_timed_on_a_busy_machine_keeps_the_package_for_another_timing(
     meta = settle(path, {"model": "m:float32", "same_tokens": True, "ratio": 0.9, "eager_ms": 40, "compiled_ms": 44,
                          "quiet": False, "load_average": 9.5})
     assert path.exists() and not meta["use"] and meta["final"] is False and "busy" in meta["why"]
+
+
+def test_the_page_says_why_it_decodes_eagerly_in_its_language():
+    from types import SimpleNamespace
+
+    from ui.chapters.run import compiled_md
+    not_paying = SimpleNamespace(fast=SimpleNamespace(built={512: {
+        "same_tokens": True, "ratio": 1.027, "pays_at": 1.15, "why": "its step (35.9 ms) is 1.03x eager's"}}))
+    en, zh = compiled_md(not_paying, "en"), compiled_md(not_paying, "zh")
+    assert "1.03×" in en and "1.15×" in en and "eager" in en
+    assert "1.03 倍" in zh and "1.15 倍" in zh and "eager" not in zh
+    paying = SimpleNamespace(fast=SimpleNamespace(built={512: {"same_tokens": True, "ratio": 2.16, "pays_at": 1.15,
+                                                               "why": ""}}))
+    assert compiled_md(paying, "en") is None and compiled_md(SimpleNamespace(fast=None), "zh") is None
