@@ -160,7 +160,7 @@ class FastPath:
 
     def _use(self, bucket: int, path, meta: dict) -> None:
         self.built[bucket] = {k: meta[k] for k in ("compile_s", "eager_ms", "compiled_ms", "ratio", "pays_at",
-                                                   "same_tokens", "why") if k in meta}
+                                                   "same_tokens", "why", "final") if k in meta}
         if not meta.get("use"):          # the package was deleted (engine/compiled/verdict.py): eager
             self._state[bucket] = f"not used: {meta.get('why') or aoti.verdict(meta)[1]}"
             return

@@ -179,7 +179,8 @@ def test_the_app_as_shipped_builds_its_compiled_step_in_the_back_room(client, en
         assert f"{step['ratio']:.2f}x" in state
         from engine.compiled import aoti
         from engine.compiled.fast import FastPath
-        assert not FastPath(engine.model, engine.device).package(512).exists()
+        # a quiet machine's verdict deletes the package; a busy one's keeps it (unloaded) to time again
+        assert FastPath(engine.model, engine.device).package(512).exists() == (step["final"] is False)
         assert aoti.read_meta(FastPath(engine.model, engine.device).package(512))["why"] == step["why"]
     mine = run_trace(engine, "Name three colours.", Settings(max_new_tokens=16))
     assert [s.id for s in got.steps] == [s.id for s in mine.steps]
