@@ -59,7 +59,7 @@ def compare(runner, config, eager_model, device, bucket: int, rounds: int = ROUN
             "torch_threads": torch.get_num_threads()}
 
 
-def _quiet(wait_s: float = 30.0) -> bool:
+def _quiet(wait_s: float = 10.0) -> bool:
     """Wait (at most `wait_s`) for a quiet window: a one-minute load average under the CPU count."""
     deadline = time.monotonic() + wait_s
     while os.getloadavg()[0] >= (os.cpu_count() or 1):
