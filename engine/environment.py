@@ -68,9 +68,21 @@ def compile_enabled() -> bool:
     return switch("TBT_COMPILE")
 
 
+def compile_pays() -> float:
+    """TBT_COMPILE_PAYS: the speed-up over eager a compiled step's package must show to be kept (1.15)."""
+    return number("TBT_COMPILE_PAYS", 1.15)
+
+
 def lab_mode() -> str:
     """TBT_LAB: "on", "recorded", "off", or "" (unset: the app decides per model)."""
     return text("TBT_LAB").lower()
+
+
+def trusted_proxies() -> int:
+    """TBT_TRUSTED_PROXIES: how many proxies in front of the app append to X-Forwarded-For (the
+    address the N-th from the right reports is the client's). Unset: 1 on a Hugging Face Space
+    (SPACE_ID set: its proxy appends the address it saw), else 0 (no header is trusted)."""
+    return max(0, integer("TBT_TRUSTED_PROXIES", 1 if text("SPACE_ID") else 0))
 
 
 def concurrency() -> int:
