@@ -1,7 +1,7 @@
 """Screenshots of every Explore chapter and every walkthrough step, for looking at a change.
 
     .venv/bin/python scripts/screens.py --out test-output/screens [--lang en|zh] [--width 1280 --height 900]
-                                        [--url http://127.0.0.1:7860] [--phone]
+                                        [--url http://127.0.0.1:7860] [--phone] [--no-walkthrough]
 
 Without --url it starts the app as `make run` does (TBT_COMPILE=0: no back-room build), on a free
 port, and stops it at the end. The page opens on the recordings (no run is made), so the pictures
@@ -23,12 +23,12 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 
 
 def chapter_tabs(page) -> list[str]:
-    """The Explore chapters' tab labels, in order (the phone layout may fold some under "…")."""
+    """The Explore chapters' tab labels, in order (they wrap on a phone: every one is a visible tab)."""
     return page.evaluate("""() => [...document.querySelectorAll('#explore-chapters [role=tab]')]
                                .map((b) => b.innerText.trim()).filter((t) => t)""")
 
 
-def shoot(url: str, out: Path, lang: str, width: int, height: int, phone: bool) -> list[Path]:
+def shoot(url: str, out: Path, lang: str, width: int, height: int, phone: bool, walkthrough: bool = True) -> list[Path]:
     from playwright.sync_api import sync_playwright
     locale = {"en": "en-US", "zh": "zh-CN"}[lang]          # the browser's tag for each of LANGS
     made = []
@@ -43,15 +43,21 @@ def shoot(url: str, out: Path, lang: str, width: int, height: int, phone: bool) 
             page.wait_for_function("() => !document.querySelector('.pending')", timeout=60_000)
             for n, name in enumerate(chapter_tabs(page), 1):
                 tab = page.locator("#explore-chapters [role=tab]", has_text=name).first
-                if not tab.is_visible():        # folded under the overflow button
+                if not tab.is_visible():        # the page hides a chapter: say so, and go on
+                    print(f"chapter tab not visible: {name}", file=sys.stderr)
                     continue
                 tab.click()
                 page.wait_for_timeout(1500)     # charts draw after the tab shows (a picture, not a test)
                 path = out / f"explore-{lang}-{n}-{name.split('·')[-1].strip().replace(' ', '_')}.png"
                 page.screenshot(path=str(path), full_page=True)
                 made.append(path)
+                projection = page.locator("#kv-projection")
+                if projection.count() and projection.first.is_visible():     # chapter 3's projection alone
+                    path = out / f"explore-{lang}-{n}-projection.png"
+                    projection.first.screenshot(path=str(path))
+                    made.append(path)
             page.get_by_role("tab", name={"en": "Walkthrough", "zh": "导览"}[lang]).first.click()
-            steps = page.locator('[id^="wt-step-"]').count()
+            steps = page.locator('[id^="wt-step-"]').count() if walkthrough else 0
             for i in range(steps):
                 page.wait_for_selector(f"#wt-step-{i}", state="visible", timeout=10_000)
                 page.wait_for_timeout(1200)
@@ -74,6 +80,7 @@ def main() -> None:
     parser.add_argument("--height", type=int, default=900)
     parser.add_argument("--phone", action="store_true", help="390x844, touch")
     parser.add_argument("--url", default=None, help="an app already running (else one is started)")
+    parser.add_argument("--no-walkthrough", action="store_true", help="the Explore chapters only")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -82,7 +89,7 @@ def main() -> None:
 
     def run(url: str) -> None:
         for lang in langs:
-            for path in shoot(url, out, lang, width, height, args.phone):
+            for path in shoot(url, out, lang, width, height, args.phone, not args.no_walkthrough):
                 print(path)
 
     if args.url:

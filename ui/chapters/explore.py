@@ -93,7 +93,8 @@ class Explore:
         """A tab per chapter. The page is built before the model loads (app.py): the layer and head
         controls start at the recording's model, the chapters' first view, and follow each trace drawn."""
         run, info = self.run, recorded("en")["next"].model
-        with gr.Tabs(elem_id="explore-chapters") as self.chapters:
+        # "wrap": on a phone the tabs take two or three rows (a menu hid 8 of the 10 behind "…")
+        with gr.Tabs(elem_id="explore-chapters", overflow_behavior="wrap") as self.chapters:
             with gr.Tab(t("tab_tokens"), id="tokens"):
                 self.tokens = Tokens(run.models)
             with gr.Tab(t("tab_prefill"), id="prefill"):

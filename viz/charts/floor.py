@@ -189,10 +189,12 @@ def modes_chart(floor: Floor, lang: str = "en") -> alt.HConcatChart:
         tooltip=[alt.Tooltip("v:Q", format=".1f", title=label("floor_throughput", lang))])
     right = alt.Chart(ttft, title=label("floor_ttft_title", lang)).mark_bar().encode(
         x=alt.X("v:Q", title=None), y=alt.Y("way:N", sort=names, title=None), yOffset="q:N", color=color,
-        opacity=alt.Opacity("q:N", scale=alt.Scale(domain=[median, "p95"], range=[1.0, 0.55]),
+        opacity=alt.Opacity("q:O", sort=[median, "p95"], scale=alt.Scale(domain=[median, "p95"], range=[1.0, 0.55]),
                             legend=alt.Legend(orient="bottom", title=None)),
         tooltip=[alt.Tooltip("q:N"), alt.Tooltip("v:Q", format=".2f", title=label("floor_seconds", lang))])
-    return alt.hconcat(left.properties(width=320, height=120), right.properties(width=320, height=120))
+    # the median/p95 legend is the right chart's own, under it (a shared legend sat under the left one)
+    return alt.hconcat(left.properties(width=320, height=120), right.properties(width=320, height=120)
+                       ).resolve_legend(opacity="independent")
 
 
 def verdict_md(floor: Floor, lang: str = "en") -> str:

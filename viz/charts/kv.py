@@ -115,9 +115,11 @@ def projection_chart(rows: list[dict], lang: str = "en") -> alt.LayerChart:
         y=alt.Y("kv_bytes:Q", scale=alt.Scale(type="log"), axis=y_axis, stack=None),
         color=alt.Color("model:N", sort=models, title=label("model", lang),
                         legend=alt.Legend(orient="top", columns=2, labelLimit=420)),
-        opacity=alt.Opacity("kind:N", title=label("source", lang),
-                            scale=alt.Scale(domain=kinds, range=[1.0, 0.55][:len(kinds)] if len(kinds) > 1 else [0.8]),
-                            legend=alt.Legend(orient="top") if len(kinds) > 1 else None),
+        # ordinal and sorted: Vega-Lite 5 refuses opacity on an unsorted discrete field; one kind alone gets a
+        # plain value (a one-value range came out of the page's Vega-Lite as [0.8, NaN]: bars with no opacity)
+        opacity=alt.Opacity("kind:O", sort=kinds, title=label("source", lang),
+                            scale=alt.Scale(domain=kinds, range=[1.0, 0.55]),
+                            legend=alt.Legend(orient="top")) if len(kinds) > 1 else alt.value(0.8),
         tooltip=tooltip)
     ticks = alt.Chart(frame).mark_tick(color=INK, thickness=3).encode(
         x=x, xOffset=offset, y=alt.Y("weights_bytes:Q", scale=alt.Scale(type="log")),

@@ -39,7 +39,8 @@ def weights_chart(result: dict, lang: str = "en") -> alt.HConcatChart:
         raise ValueError(label("lab_err_no_rows", lang))
     order = list(frame["format"])
     ok = frame[frame["available"]]
-    missing = frame[~frame["available"]].assign(text=label("lab_not_here", lang))
+    # only the columns its text layer reads: the row's empty figures are NaN, which a spec cannot hold
+    missing = frame.loc[~frame["available"], ["format"]].assign(text=label("lab_not_here", lang))
     y = alt.Y("format:N", sort=order, title=None, scale=alt.Scale(domain=order))
     tooltip = [alt.Tooltip("format:N", title=label("lab_format", lang)),
                alt.Tooltip("memory:N", title=label("lab_weight_memory", lang)),

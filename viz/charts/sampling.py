@@ -75,7 +75,10 @@ def playground_chart(rows: list[dict], lang: str = "en", width: int = 150) -> al
     ).properties(width=width, height=alt.Step(18))
     return chart.facet(
         column=alt.Column("stage:N", sort=[label(s, lang) for s in STAGES],
-                          header=alt.Header(title=None, labelFontSize=14, labelFontWeight="bold", labelLimit=width)),
+                          # a label may use its share of the gaps beside its panel (facet spacing: 20 px),
+                          # so "after temperature" fits a presenter's 118 px panel ("after temperat…")
+                          header=alt.Header(title=None, labelFontSize=14, labelFontWeight="bold",
+                                            labelLimit=width + 18)),
         title=alt.Title(label("playground_title", lang), subtitle=[
             label("playground_sub", lang), label("playground_renorm", lang, n=len(order))]),
     )
