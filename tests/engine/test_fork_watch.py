@@ -94,3 +94,26 @@ def test_a_branch_forked_without_attention_says_so_not_size_cap(engine, watched,
         frames.attention_row_frame(shown, 4, 0, None, lang)
     assert str(caught.value) == label("err_branch_no_rows", lang, count=3)
     assert str(caught.value) != label("err_rows_capped", lang, count=3)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_branch_on_show_has_its_own_speed_cards_and_status_line(watched, lang):
+    """Issue 39 item 8: the cards and the status line describe the branch (its TTFT from the fork
+    request, its speed, the prefix it reused), never the parent's prefill or first token."""
+    from ui.chapters.run import branch_status_md, status_md
+    from viz.fmt import fmt_ms
+    from viz.html.branch_cards import branch_speed_figures, branch_speed_html
+    branch = watched.branches[0]
+    shown = view(watched, branch.id)
+    cards, foot = branch_speed_figures(shown, branch, lang)
+    named = {name: value for name, value, *_ in cards}
+    assert named[label("ttft", lang)] == fmt_ms(branch.summary.ttft_ms)
+    assert named[label("tpot", lang)] == fmt_ms(branch.summary.tpot_ms)
+    assert label("prefill_ms", lang) not in named and label("branch_reused", lang) in named
+    assert label("branch_reused_value", lang, n=f"{branch.reused_tokens:,}") == named[label("branch_reused", lang)]
+    assert branch.id in foot and fmt_ms(watched.prefill.ms) not in branch_speed_html(shown, branch, lang)
+    status = branch_status_md(shown, branch, lang)
+    assert f"TTFT {branch.summary.ttft_ms:.0f} ms" in status and branch.id in status
+    assert f"{watched.prefill.ms:.0f} ms" not in status.split("TTFT")[0]     # no parent prefill figure
+    assert f"{len(branch.steps) - 1}/{branch.settings.max_new_tokens}" in status
+    assert status != status_md(watched, lang)
