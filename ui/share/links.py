@@ -178,7 +178,8 @@ class Share:
                else self.open_explore(query, lang, notes))
         if wanted in LANGS:
             out.update({b: type(b)(label=text(b.label.key, lang)) for b in self.named})
-        return {**out, self.note: gr.update(value=opened_md(out.pop(OPENED, None), notes, lang), visible=True)}
+        said = opened_md(out.pop(OPENED, None), notes, lang)      # (out loses the key before it is returned)
+        return {**out, self.note: gr.update(value=said, visible=True)}
 
     def open_walkthrough(self, query: dict, lang: str, present: bool, notes: list[str]) -> dict:
         steps = len(self.wt.first_output)
