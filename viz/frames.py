@@ -120,8 +120,10 @@ def attention_row_frame(trace: Trace, step: int, layer: int, head: int | None,
     """One decode step's attention over every cached position: (pos, label, w, source)."""
     attention = attention_of(trace, lang)
     step_of(trace, step, lang)
-    if step >= len(attention.steps):
-        raise ValueError(label("err_rows_capped", lang, count=len(attention.steps)))
+    if step >= len(attention.steps):       # the real cause: the size cap, or a branch that kept none
+        capped = attention.steps_capped_at is not None and step >= attention.steps_capped_at
+        raise ValueError(label("err_rows_capped" if capped or trace.settings.attention else "err_branch_no_rows",
+                               lang, count=len(attention.steps)))
     rows = attention.steps[step].unpack()  # [layers, heads, keys]
     check_index("layer", layer, rows.shape[0], lang)
     w = pick_head(rows[layer], head, lang)  # [keys]
@@ -154,6 +156,8 @@ def lens_frame(trace: Trace, step: int, lang: str) -> pd.DataFrame:
     capped = trace.observation.lens_capped_at if trace.observation else None
     if s.lens is None and capped is not None and step >= capped:      # the run's states hit the size cap
         raise ValueError(label("err_lens_capped", lang, count=capped))
+    if s.lens is None and s.hidden is not None:                       # kept, but no model here to read it
+        raise ValueError(label("err_lens_no_model", lang, model=trace.model.id))
     if s.lens is None:
         raise ValueError(label("err_served_internals" if trace.served else "err_no_lens", lang))
     return pd.DataFrame({

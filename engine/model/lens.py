@@ -149,12 +149,16 @@ def steps_lens(engine, steps: list[Step]) -> list[list[LensGuess] | None]:
 
 def exported(engine, trace: Trace) -> Trace:
     """The trace as it leaves the server: every step's lens computed (when `engine` is its model),
-    the kept hidden states dropped. The run's own object is left as it was."""
-    if not any(st.hidden is not None for st in trace.steps):
+    its branches' steps too, the kept hidden states dropped. The run's own object is left as it was."""
+    if not any(st.hidden is not None for st in trace.steps + [st for b in trace.branches for st in b.steps]):
         return trace
-    lenses = steps_lens(engine, trace.steps) if usable(engine, trace) else [st.lens for st in trace.steps]
-    steps = [dataclasses.replace(st, lens=lens, hidden=None) for st, lens in zip(trace.steps, lenses)]
-    return dataclasses.replace(trace, steps=steps)
+    ok = usable(engine, trace)
+
+    def done(steps: list[Step]) -> list[Step]:
+        lenses = steps_lens(engine, steps) if ok else [st.lens for st in steps]
+        return [dataclasses.replace(st, lens=lens, hidden=None) for st, lens in zip(steps, lenses)]
+    return dataclasses.replace(trace, steps=done(trace.steps),
+                               branches=[dataclasses.replace(b, steps=done(b.steps)) for b in trace.branches])
 
 
 def lens_in_loop(engine, capture: Capture, final_logits: torch.Tensor) -> list[LensGuess]:

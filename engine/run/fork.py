@@ -24,7 +24,7 @@ from typing import Generator
 import torch
 from transformers import DynamicCache
 
-from engine.schema.branches import MAX_BRANCHES, ROOT, find, lineage
+from engine.schema.branches import MAX_BRANCHES, ROOT, find, lineage, view, watched_rows
 from engine.model.clock import now_ms
 from engine.errors import InvalidRequest
 from engine.run.generate import Run
@@ -56,7 +56,12 @@ class BranchRun(Run):
     def __init__(self, engine, view_trace: Trace, ids: list[int], start: float, cancel: threading.Event,
                  cache: DynamicCache, copy_ms: float, forced: Step):
         super().__init__(engine, view_trace, ids, start, cancel)
-        self.cache, self.attention.on = cache, False
+        self.cache = cache
+        # the rows go on from the lineage's, and count against the same cap (they are one view's rows)
+        rows = view_trace.attention.steps if view_trace.attention is not None else []
+        self.attention.on = self.attention.on and len(rows) == forced.index + 1
+        self.attention.bytes = sum(r.nbytes for r in rows)
+        self.kept.bytes = sum(len(st.hidden.data) for st in view_trace.steps if st.hidden is not None)
         self.reason = "cancelled"   # why the branch stopped; a branch closed early stays "cancelled"
         # bring the text decoder and the thinking tracker to where the lineage left them
         special = engine.token_bytes.special_ids
@@ -100,10 +105,10 @@ def stream_fork(engine, trace: Trace, at: int, token: int, parent: str = ROOT,
     engine.ensure_device()
     start = now_ms(engine.device)
     steps, chosen = check_fork(engine, trace, at, token, parent)
-    base = settings or dataclasses.replace(trace.settings, attention=False, logit_lens=False)
+    # the branch watches what its lineage watched (attention rows, the lens's states), unless told otherwise
+    base = settings or view(trace, parent).settings
     new = max_new_tokens if max_new_tokens is not None else base.max_new_tokens
-    branch_settings = check_settings(dataclasses.replace(base, max_new_tokens=new, attention=False,
-                                                         logit_lens=False), engine.limits)
+    branch_settings = check_settings(dataclasses.replace(base, max_new_tokens=new), engine.limits)
     prefix = prefix_ids(trace, steps, at)
     if len(prefix) + 1 + new > engine.info.context_length:
         raise InvalidRequest(f"{len(prefix) + 1 + new:,} positions exceed the model's context of "
@@ -118,9 +123,16 @@ def stream_fork(engine, trace: Trace, at: int, token: int, parent: str = ROOT,
     # the chosen token, in place without a pass: the copy is its time (the price of reuse)
     (rank, c), source = chosen, steps[at]
     choice = Choice(token, source.candidates, rank, c.p_model, c.p_final, source.entropy, source.entropy_model)
+    # the chosen token comes from the pass that produced step `at`: its lens and attention row are that pass's
     forced = make_step(at, token, engine.text_of(token), engine.token_bytes.bytes_of(token), "", choice,
-                       Clocks(ms=copy_ms, t_ms=copy_ms), len(prefix), cache_bytes(cache), forced=True)
-    view_trace = dataclasses.replace(trace, steps=[*steps[:at]], summary=None, attention=None, branches=[],
+                       Clocks(ms=copy_ms, t_ms=copy_ms), len(prefix), cache_bytes(cache), forced=True,
+                       lens=source.lens if branch_settings.logit_lens else None,
+                       hidden=source.hidden if branch_settings.logit_lens else None)
+    lineage_view = view(trace, parent)
+    view_trace = dataclasses.replace(lineage_view, steps=[*steps[:at]], summary=None, branches=[],
+                                     attention=watched_rows(lineage_view, at, branch_settings),
+                                     observation=dataclasses.replace(lineage_view.observation)
+                                     if lineage_view.observation else None,
                                      settings=dataclasses.replace(branch_settings, max_new_tokens=at + 1 + new))
     existing = {b.id for b in trace.branches}
     branch = Branch(id=next(f"b{i}" for i in range(1, 10_000) if f"b{i}" not in existing), parent=parent,
@@ -183,6 +195,12 @@ def _branch_events(engine, trace: Trace, run: BranchRun, branch: Branch, key: st
         # what the branch generated: the chosen token is given, not generated
         branch.summary = summarize(own[1:], run.reason, run.cache, own[0].t_ms if own else 0.0)
         branch.cache_bytes = cache_bytes(run.cache)
+        if view_trace.attention is not None and branch.settings.attention:
+            branch.attention = view_trace.attention.steps[branch.at + 1:]
+            capped = view_trace.attention.steps_capped_at
+            branch.attention_capped_at = capped if capped is not None and capped > branch.at else None
+        capped = view_trace.observation.lens_capped_at if view_trace.observation else None
+        branch.lens_capped_at = capped if capped is not None and capped > branch.at else None
         view_trace.summary = branch.summary
     engine.prefixes.keep((key, branch.id), run.cache)
     return dataclasses.replace(trace, branches=[*trace.branches, branch])

@@ -7,7 +7,8 @@ import dataclasses
 import math
 
 from engine.errors import InvalidRequest
-from engine.schema.trace import Branch, Step, Trace
+from engine.schema.packed import PackedRows
+from engine.schema.trace import Attention, Branch, Settings, Step, Trace
 
 MAX_BRANCHES = 64  # forks one trace may hold
 ROOT = ""          # the parent id of a branch forked from the run itself
@@ -28,21 +29,54 @@ def find(trace: Trace, branch_id: str) -> Branch:
     raise InvalidRequest(f"this trace has no branch {branch_id!r}", "no_branch", branch=repr(branch_id))
 
 
+def lineage_rows(trace: Trace, branch_id: str) -> tuple[list[PackedRows], int | None]:
+    """The attention rows along `branch_id` (one per step from 0, as long as they go on without a
+    gap) and the step from which the size cap stopped them (None: not the cap). A branch's chosen
+    token shares its parent's row at `at` (the same pass produced both distributions)."""
+    if trace.attention is None:
+        return [], None
+    if branch_id == ROOT:
+        return list(trace.attention.steps), trace.attention.steps_capped_at
+    branch = find(trace, branch_id)
+    rows, capped = lineage_rows(trace, branch.parent)
+    if len(rows) <= branch.at:              # the parent's rows end before the fork point
+        return rows, capped if capped is not None and capped <= branch.at else None
+    return rows[: branch.at + 1] + list(branch.attention), branch.attention_capped_at
+
+
+def lineage_lens_cap(trace: Trace, branch_id: str) -> int | None:
+    """The step from which the lineage's steps kept no lens states (size cap), or None."""
+    if branch_id == ROOT:
+        return trace.observation.lens_capped_at if trace.observation else None
+    branch = find(trace, branch_id)
+    capped = lineage_lens_cap(trace, branch.parent)
+    return capped if capped is not None and capped <= branch.at else branch.lens_capped_at
+
+
 def view(trace: Trace, branch_id: str) -> Trace:
     """The trace as the chapters draw it for one branch: the prompt and prefill of the run, the
-    lineage's steps, the branch's settings and summary. Attention rows exist for the run's own
-    steps only, so they end at the first step the branch does not share with the run."""
+    lineage's steps, attention rows and lens caps, the branch's settings and summary."""
     if branch_id == ROOT:
         return trace
     branch, steps = find(trace, branch_id), lineage(trace, branch_id)
-    shared = next((i for i, (a, b) in enumerate(zip(steps, trace.steps)) if a is not b),
-                  min(len(steps), len(trace.steps)))
-    attention = trace.attention
+    attention, observation = trace.attention, trace.observation
     if attention is not None:
-        attention = dataclasses.replace(attention, steps=attention.steps[:shared],
-                                        steps_capped_at=min(shared, attention.steps_capped_at or shared))
+        rows, capped = lineage_rows(trace, branch_id)
+        attention = dataclasses.replace(attention, steps=rows, steps_capped_at=capped)
+    if observation is not None:
+        observation = dataclasses.replace(observation, lens_capped_at=lineage_lens_cap(trace, branch_id))
     return dataclasses.replace(trace, steps=steps, summary=branch.summary, attention=attention,
-                               settings=branch.settings, branches=[])
+                               observation=observation, settings=branch.settings, branches=[])
+
+
+def watched_rows(lineage_view: Trace, at: int, settings: Settings) -> Attention | None:
+    """The attention a branch's view starts with: the lineage's rows up to and including step `at`
+    (the chosen token's), which the branch's own rows continue; None when the branch keeps none."""
+    a = lineage_view.attention
+    if a is None or not settings.attention:
+        return a if a is None else dataclasses.replace(a, steps=a.steps[:at + 1])
+    capped = a.steps_capped_at if a.steps_capped_at is not None and a.steps_capped_at <= at else None
+    return dataclasses.replace(a, steps=list(a.steps[:at + 1]), steps_capped_at=capped)
 
 
 def log_p(steps: list[Step]) -> float:

@@ -187,6 +187,12 @@ class Branch:
     recompute_ms: float | None = None  # the same first token with the prefix recomputed from scratch (on demand)
     recompute_token: int | None = None  # the token that recomputation gave (greedy: must equal steps[1].id)
     created: str = ""
+    # What the branch watched, as its run did (settings.attention / logit_lens): the attention rows of its
+    # generated steps (steps[1:]: [layers, heads, keys]; the chosen token's is its parent's row at `at`),
+    # and the step (numbered as the lineage's) from which rows or lens states stopped being kept (size cap).
+    attention: list[PackedRows] = field(default_factory=list)
+    attention_capped_at: int | None = None
+    lens_capped_at: int | None = None
 
 
 @dataclass

@@ -178,6 +178,10 @@ def _validate_branches(trace: Trace, limits: Limits) -> None:
                    f"says {b.summary.new_tokens:,} but the branch generated {max(len(b.steps) - 1, 0):,}")
             _check(b.summary.stop_reason in STOP_REASONS, f"{where}.summary.stop_reason",
                    f"{b.summary.stop_reason!r} is not one of {STOP_REASONS}")
+        _validate_branch_rows(trace, b, where)
+        for cap, name in ((b.attention_capped_at, "attention_capped_at"), (b.lens_capped_at, "lens_capped_at")):
+            if cap is not None:
+                _between(cap, b.at, b.at + len(b.steps), f"{where}.{name}")
         total += len(b.steps)
         lengths[b.id] = b.at + len(b.steps)
     _between(total, 0, MAX_BRANCHES * limits.max_new_tokens, "branches (all steps)")
@@ -203,10 +207,31 @@ def _validate_attention(trace: Trace, limits: Limits) -> None:
     if a.steps_capped_at is not None:
         _between(a.steps_capped_at, 0, len(trace.steps), "attention.steps_capped_at")
     _check(total <= MAX_TOTAL_VALUES, "attention", f"unpacks to {total:,} values; the limit is {MAX_TOTAL_VALUES:,}")
-    for i, block in enumerate(a.prefill + a.steps):
-        _check(block.codec in ("zstd", "zlib"), f"attention block {i}", "codec is not zstd or zlib")
+    _validate_blocks(a.prefill + a.steps, "attention block")
+
+
+def _validate_branch_rows(trace: Trace, b, where: str) -> None:
+    """A branch's rows: one per generated step at most, step `at + 1 + i`'s over P + at + 1 + i keys,
+    only where the run kept attention, within the same total as the run's."""
+    if not b.attention:
+        return
+    m, n_prompt = trace.model, len(trace.prompt.tokens)
+    _check(trace.attention is not None, f"{where}.attention", "the run kept no attention")
+    _between(len(b.attention), 0, max(len(b.steps) - 1, 0), f"{where}.attention")
+    for i, block in enumerate(b.attention):
+        keys = n_prompt + b.at + 1 + i
+        _check(list(block.shape) == [m.layers, m.heads, keys], f"{where}.attention[{i}]",
+               f"shape {block.shape} is not [layers {m.layers}, heads {m.heads}, keys {keys}]")
+    total = sum(math.prod(block.shape) for block in b.attention)
+    _check(total <= MAX_TOTAL_VALUES, f"{where}.attention", f"unpacks to {total:,} values; the limit is {MAX_TOTAL_VALUES:,}")
+    _validate_blocks(b.attention, f"{where}.attention block")
+
+
+def _validate_blocks(blocks: list, name: str) -> None:
+    for i, block in enumerate(blocks):
+        _check(block.codec in ("zstd", "zlib"), f"{name} {i}", "codec is not zstd or zlib")
         # zstd data declares its size; zlib cannot expand more than ~1032x. Either way a block whose
         # data cannot hold its shape is a lie, found before anything is inflated.
         need = 2 * math.prod(block.shape)
         fits = block.stored_size() == need if block.codec == "zstd" else len(block.data) * 1032 + 64 >= need
-        _check(fits, f"attention block {i}", "its data is too small for its shape")
+        _check(fits, f"{name} {i}", "its data is too small for its shape")

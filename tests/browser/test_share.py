@@ -9,7 +9,8 @@ import pytest
 
 TAB = {"en-US": "4 · Decode", "zh-CN": "4 · 解码"}
 COPY = {"en-US": "Copy link to this view", "zh-CN": "复制此视图的链接"}
-OPENED = {"en-US": "Opened from a link", "zh-CN": "从链接打开"}
+OPENED = {"en-US": "Opened from a shared link", "zh-CN": "从分享的链接打开"}
+REFUSED = {"en-US": "This shared link could not be opened.", "zh-CN": "无法打开这个分享的链接。"}
 VIEWPORT = {"width": 1400, "height": 1000}
 
 
@@ -74,7 +75,14 @@ def test_copied_link_opens_the_same_view_elsewhere(browser, app_url, output_dir,
         assert page.get_by_role("tab", name=TAB[locale]).get_attribute("aria-selected") == "true"
         assert page.evaluate("() => document.documentElement.lang").startswith(locale[:2])
         assert "5" in page.inner_text("#step-facts")
-        assert not page.locator("#share-note").is_visible()         # nothing the link asked was refused
+        # where the page came from (issue 39): the line says so and names the run's prompt, which is in
+        # the prompt box; nothing the link asked was refused (the line has no second sentence)
+        note = page.inner_text("#share-note").strip()
+        assert note.startswith(OPENED[locale]) and "\n" not in note, note
+        prompt = page.input_value("#prompt textarea")
+        assert prompt and prompt[:20] in note, (prompt, note)
+        if locale == "en-US":
+            assert prompt == "The capital of France is" and "TTFT" in page.inner_text("#status")
         assert number_of(page, "#step") == "5"
         assert number_of(page, "#decode-layer") == "12"
         assert page.locator("#decode-head input").input_value() == "3"
@@ -93,7 +101,9 @@ def test_a_bad_link_says_so(browser, app_url, locale):
     try:
         page.wait_for_selector("#share-note", state="visible", timeout=120_000)
         note = page.inner_text("#share-note")
-        assert OPENED[locale] in note, note
+        lines = [line.strip() for line in note.strip().splitlines() if line.strip()]
+        assert lines[0] == REFUSED[locale], note            # plainly, first; then one sentence a line
+        assert all(line[0].isupper() or not line[0].isascii() for line in lines), lines
         assert ("no longer kept" in note) if locale == "en-US" else ("已不在本服务器上" in note), note
         assert "999" in note, note
         assert page.locator("#output .tbt-recording").count() == 1           # the recording instead

@@ -17,6 +17,22 @@ from ui.chapters.common import PRIVATE, chart_or_notice, clamp, head_choices, he
 from ui.host.models import torch_side
 from ui.page.i18n import t
 
+# Enter in the step's number box applies the typed step: Gradio's slider applies it on blur (its
+# "release"), and Enter does nothing there; one listener for the page (registered once).
+ENTER_APPLIES_JS = """
+if (!window.tbtEnterApplies) {
+  window.tbtEnterApplies = true;
+  document.addEventListener('keydown', (e) => {
+    const box = e.target;
+    if (e.key !== 'Enter' || !box.matches || !box.matches('#step input[type=number]')) return;
+    e.preventDefault();
+    box.blur();                      // the slider's own release: the chapter draws the typed step
+    requestAnimationFrame(() => box.focus());
+  }, true);
+}
+"""
+
+
 def with_lens(models, trace: Trace | None, step) -> Trace | None:
     """`trace` with the lens of the step on show computed from its kept states (~25 ms here); as it
     is where this page has no model for it (a served run, another model's file)."""
@@ -44,7 +60,7 @@ class Decode:
         self.models = models
         intro(3)
         self.step = gr.Slider(0, 1, value=0, step=1, label=t("decode_step"), elem_id="step")
-        self.facts = gr.HTML(elem_id="step-facts")
+        self.facts = gr.HTML(elem_id="step-facts", js_on_load=ENTER_APPLIES_JS)
         self.candidates = plot("candidates")
         self.fork = fork_panel()
         with gr.Row():

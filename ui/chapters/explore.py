@@ -14,7 +14,7 @@ from html import escape
 import gradio as gr
 
 from engine.run.request import APP_DEFAULTS
-from engine.schema.branches import ROOT
+from engine.schema.branches import ROOT, find
 from engine.schema.specs import short_name
 from viz import html
 from viz.fmt import device_name
@@ -26,7 +26,7 @@ from ui.chapters.decode import Decode, least_sure_step
 from ui.chapters.fork import ForkPanel, token_choices
 from ui.chapters.kv import KvCache
 from ui.chapters.prefill import Prefill
-from ui.chapters.run import Run
+from ui.chapters.run import Run, branch_status_md, status_md
 from ui.chapters.sampling import Sampling, sampling_view
 from ui.chapters.speed import Speed
 from ui.chapters.tokens import Tokens
@@ -130,7 +130,7 @@ class Explore:
         """Everything `render` fills, in its order."""
         return [*self.tokens.views, *self.prefill.views, *self.kv.views, *self.decode.views, *self.speed.views,
                 *self.sampling.views, self.file.download, self.output, self.stale, self.fork.tree, self.fork.token,
-                *self.fork.availability]
+                *self.fork.availability, self.status]
 
     @property
     def render_inputs(self) -> list:
@@ -186,17 +186,26 @@ class Explore:
         if trace is None:
             return gr.skip()
         fresh = write_file or recording
+        shown = find(tree, branch) if tree is not None and branch and branch != ROOT else None   # a branch on show
         # the sampling playground opens on the step where the model was least sure
         unsure, last = least_sure_step(trace), max(len(trace.steps) - 1, 0)
         output = (recording_html(trace, lang) if recording else   # the marker: every chapter is drawn
                   html.output_html(trace, lang=lang) + '<span class="tbt-rendered"></span>')
         values = [*self.tokens.draw(trace, lang), *self.prefill.draw(trace, layer, head, query, lang, fresh),
                   *self.kv.draw(trace, lang), *self.decode.draw(trace, d_layer, d_head, lang),
-                  *self.speed.draw(trace, lang), *self.sampling.draw(trace, unsure, (temperature, top_k, top_p, seed), lang),
+                  *self.speed.draw(trace, lang, shown), *self.sampling.draw(trace, unsure, (temperature, top_k, top_p, seed), lang),
                   self.download(trace, tree, write_file, recording, lens_file, lang), output,
                   gr.update(visible=False), tree_html(tree or trace, branch or ROOT, lang),
-                  token_choices(trace, last, lang), *self.fork.available(trace, lang)]
+                  token_choices(trace, last, lang), *self.fork.available(trace, lang),
+                  self.status_of(trace, shown, lang, recording)]
         return dict(zip(self.views, values, strict=True))
+
+    @staticmethod
+    def status_of(trace, branch, lang: str, recording: bool):
+        """The line under the answer for what is on show: the run's figures, or the branch's own."""
+        if recording:
+            return gr.skip()
+        return status_md(trace, lang) if branch is None else branch_status_md(trace, branch, lang)
 
     def check_run(self, prompt, *settings_and_lang) -> dict:
         """The run's validator (Run.check): its refusal is said under the prompt box."""

@@ -16,7 +16,7 @@ from engine.errors import EngineError
 from engine.host.house import HOUSE
 from engine.run.request import APP_DEFAULTS, check_settings, clean_prompt, number
 from engine.schema.specs import EMBEDDED
-from engine.schema.trace import Settings, Trace
+from engine.schema.trace import Branch, Settings, Trace
 from engine.served import Endpoint
 from viz import html
 from viz.fmt import fmt_rate
@@ -57,10 +57,10 @@ def _figures(trace: Trace, lang: str) -> list[str]:
     if trace.prefill:
         parts.append(f"{label('prefill', lang)}{colon}{trace.prefill.tokens} {label('count_tokens', lang)}{comma}"
                      f"{trace.prefill.ms:.0f} ms")
+    s = trace.summary
     if trace.steps:
         parts.append(f"{label('lab_decode_step', lang)} {len(trace.steps)}/{trace.settings.max_new_tokens}")
-        parts.append(f"TTFT {trace.steps[0].t_ms:.0f} ms")
-    s = trace.summary
+        parts.append(f"TTFT {(s.ttft_ms if s and s.ttft_ms is not None else trace.steps[0].t_ms):.0f} ms")
     if s:
         if s.tpot_ms:
             parts.append(f"TPOT {s.tpot_ms:.1f} ms")
@@ -91,6 +91,14 @@ def compiled_md(engine, lang: str) -> str | None:
     if not built.get("why") or not built.get("same_tokens") or built.get("ratio") is None:
         return None
     return label("decode_eager_not_paying", lang, ratio=f"{built['ratio']:.2f}", pays=f"{built['pays_at']:g}")
+
+
+def branch_status_md(trace: Trace, branch: Branch, lang: str) -> str:
+    """The line under the answer while a branch is on show: the branch's own figures (its generated
+    steps, its TTFT from the fork request, its speed), never the parent run's prefill or clock."""
+    own = replace(trace, steps=list(branch.steps[1:]), summary=branch.summary, prefill=None, settings=branch.settings)
+    head = label("branch_status", lang, id=branch.id, step=branch.at, n=f"{branch.reused_tokens:,}")
+    return " · ".join([head, *_figures(own, lang), label("decode_eager", lang)])     # branches decode eager
 
 
 def waiting_md(engine: Engine, lang: str) -> str | None:

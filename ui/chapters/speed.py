@@ -12,9 +12,10 @@ from engine.bench.sweep import LENGTHS, ttft_sweep
 from engine.errors import EngineError
 from engine.run.request import APP_DEFAULTS
 from engine.served.load import load_sweep
-from engine.schema.trace import Trace
+from engine.schema.trace import Branch, Trace
 from viz import html
 from viz.charts import served_load, speed
+from viz.html.branch_cards import branch_speed_html
 from viz.text.labels import label
 
 from ui.chapters.common import ENGINE, PRIVATE, chart_or_notice, intro, plot
@@ -29,9 +30,10 @@ SWEEP_TEXT = "Hello, world! " * 4          # the TTFT sweep's text when the prom
 LOAD_TEXT = "Explain in two sentences why the sky is blue."      # the load sweep's, likewise
 
 
-def speed_view(trace: Trace, lang: str) -> tuple:
-    """(speed cards, timeline, step times)."""
-    return (html.speed_html(trace, lang=lang), chart_or_notice(speed.timeline_chart, trace, lang=lang),
+def speed_view(trace: Trace, lang: str, branch: Branch | None = None) -> tuple:
+    """(speed cards, timeline, step times); `branch`: the branch on show, whose own figures the cards give."""
+    cards = html.speed_html(trace, lang=lang) if branch is None else branch_speed_html(trace, branch, lang)
+    return (cards, chart_or_notice(speed.timeline_chart, trace, lang=lang),
             chart_or_notice(speed.step_times_chart, trace, lang=lang))
 
 
@@ -54,8 +56,8 @@ class Speed:
         return [self.cards, self.timeline, self.step_times]
 
     @staticmethod
-    def draw(trace: Trace, lang: str) -> list:
-        return list(speed_view(trace, lang))
+    def draw(trace: Trace, lang: str, branch: Branch | None = None) -> list:
+        return list(speed_view(trace, lang, branch))
 
     def sweep(self, prompt, model_id, lang, progress=gr.Progress()):
         """TTFT against prompt length: the prompt repeated to each length, one prefill each."""

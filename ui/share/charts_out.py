@@ -16,6 +16,7 @@ from engine.run.request import PLAYGROUND
 from engine.schema.specs import kv_projection
 from viz.charts import attention, decode, kv, speed
 from viz.out import export
+from viz.charts.notice import is_notice
 from viz.charts.sampling import playground_chart
 from viz.out.slides import speed_cards_chart, token_chips_chart
 
@@ -48,8 +49,8 @@ def chapter_files(chapter: str, plots: list[tuple[str, object]], trace, lang: st
     """The chapter's charts as SVG and PNG: each drawn plot (elem_id, value) and the chapter's cards."""
     paths = []
     for elem_id, value in plots:
-        if value is None:
-            continue             # not drawn (a sweep not run, a served model's load not measured)
+        if value is None or is_notice(export.spec_of(value)):
+            continue             # not drawn (a sweep not run), or a notice saying why it cannot be: not a chart
         paths += write(f"{chapter}-{elem_id}", value)
     if trace is not None and chapter in CARDS:
         name, draw = CARDS[chapter]

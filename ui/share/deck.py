@@ -33,13 +33,27 @@ def model_name(trace: Trace) -> str:
     return trace.model.id.split(":")[-1].split("/")[-1]
 
 
-def step_slide(i: int, traces: dict[str, Trace], lang: str) -> Slide:
+# the walkthrough's steps drawn from the next-token run alone (the others draw chapter 7's pair, or the
+# recorded lab, serving floor and profile)
+RUN_CHAPTERS = ("tokens", "prefill", "kv", "decode", "speed", "sampling")
+
+
+def own_steps(traces: dict[str, Trace]) -> list[int]:
+    """The steps a deck of the visitor's own runs (`traces`) shows: only those drawn from those runs,
+    so no slide carries a recording's words or numbers (chapter 7's needs both of its runs)."""
+    pair = "normal" in traces and "reasoning" in traces
+    return [i for i, st in enumerate(STEPS) if st.chapter in RUN_CHAPTERS or (pair and st.chapter == "reasoning")]
+
+
+def step_slide(i: int, traces: dict[str, Trace], lang: str, live: bool = False) -> Slide:
     """Walkthrough step i as a slide: its title, introduction and narration, the chart(s) its page
     step shows (or the slide's own picture where the page shows HTML), the Markdown under them and
-    the run's own numbers for it."""
+    the run's own numbers for it. `live`: a visitor's run, whose slides say only what that run
+    measured (the narration tells the recording's example and quotes its figures: left out)."""
     step = STEPS[i]
     d = Draw(traces, lang, True, (BOX_WIDTH, step.height))
-    s = Slide(title=said(f"wt_{i}_title", lang), lead=said(f"wt_{i}_intro", lang), text=said(f"wt_{i}_text", lang))
+    s = Slide(title=said(f"wt_{i}_title", lang), lead=said(f"wt_{i}_intro", lang),
+              text="" if live else said(f"wt_{i}_text", lang))
     if step.slide is not None:
         s.charts, s.fit = step.slide(d), [False]          # a picture drawn in pixels, not fitted
     else:
@@ -62,14 +76,16 @@ def cover(example: Trace, lang: str, source: str) -> Slide:
 
 
 def deck_html(traces: dict[str, Trace] | None, lang: str, live: bool = False) -> str:
-    """The deck for `traces` (None: the walkthrough's recordings in `lang`); a missing "normal" or
-    "reasoning" is taken from the recording (the reasoning step then shows the recorded comparison)."""
+    """The deck for `traces` (None: the walkthrough's recordings in `lang`). `live` (a visitor's own
+    runs): only the steps drawn from those runs, without the recording's narration; otherwise a
+    missing "normal" or "reasoning" is taken from the recording."""
     if lang not in LANGS:
         raise InvalidRequest(f"the deck speaks {', '.join(LANGS)}, not {lang[:20]!r}")
     chosen = {**recorded(lang), **(traces or {})}
     example = chosen["next"]
     source = label("deck_source_live" if live else "deck_source_recorded", lang)
-    slides = [cover(example, lang, source), *(step_slide(i, chosen, lang) for i in range(len(STEPS)))]
+    steps = own_steps(traces or {}) if live else range(len(STEPS))
+    slides = [cover(example, lang, source), *(step_slide(i, chosen, lang, live) for i in steps)]
     footer = label("deck_footer", lang, model=model_name(example), device=device_name(example.model.device),
                    date=example.created[:10])
     return write_deck(slides, lang, label("deck_title", lang), footer, label("deck_keys", lang))

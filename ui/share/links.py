@@ -18,6 +18,7 @@ Back/Next set it on the page). And one Gradio has no parameter for: its language
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlencode
 
 import gradio as gr
@@ -80,6 +81,31 @@ def number(value, default=0, whole=True):
         return int(got) if whole else got
     except (TypeError, ValueError):
         return default
+
+
+OPENED = "opened"        # (in open_link's updates until it is read) the run the link opened, None if refused
+
+
+def sentence(note: str) -> str:
+    """A note as a sentence of its own: its first letter capital (a refusal can start lowercase)."""
+    return note[:1].upper() + note[1:] if note else note
+
+
+def opened_md(run, notes: list[str], lang: str) -> str:
+    """The line at the top of a page opened from a link: where it came from (the run's prompt and
+    day), or plainly that its run could not be opened; then each thing it asked that could not be
+    honoured, one sentence a line."""
+    if run is None:
+        head = text("share_refused", lang)
+    else:
+        prompt = run.prompt.raw if len(run.prompt.raw) <= 80 else run.prompt.raw[:79] + "…"
+        head = text("share_opened_from", lang).format(prompt=md_escape(prompt), date=run.created[:10])
+    return "  \n".join([head, *(sentence(n) for n in notes)])
+
+
+def md_escape(words: str) -> str:
+    """A visitor's words inside Markdown: characters stay characters (no emphasis, links or HTML)."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!<>|~])", r"\\\1", words.replace("\n", " "))
 
 
 def keep(trace, lang: str) -> str:
@@ -148,10 +174,10 @@ class Share:
         notes: list[str] = []
         out = (self.open_walkthrough(query, lang, bool(present), notes) if where == "walkthrough"
                else self.open_explore(query, lang, notes))
-        say = " ".join([text("share_opened", lang), *notes]) if notes else ""
         if wanted in LANGS:
             out.update({b: type(b)(label=text(b.label.key, lang)) for b in self.named})
-        return {**out, self.note: gr.update(value=say, visible=bool(notes))}
+        said = opened_md(out.pop(OPENED, None), notes, lang)      # (out loses the key before it is returned)
+        return {**out, self.note: gr.update(value=said, visible=True)}
 
     def open_walkthrough(self, query: dict, lang: str, present: bool, notes: list[str]) -> dict:
         steps = len(self.wt.first_output)
@@ -159,20 +185,23 @@ class Share:
         if not 0 <= asked < steps:
             notes.append(text("share_wt_range", lang).format(asked=query.get("wt"), last=steps))
         out = {self.top: gr.Tabs(selected="walkthrough"), self.walk: gr.Walkthrough(selected=clamp(asked, steps - 1))}
+        out[OPENED] = recorded(lang)["next"]
         if query.get("run"):
             live = {kind: self.read(query.get(key, ""), lang, notes)
                     for kind, key in (("next", "run"), ("normal", "normal"), ("reasoning", "reasoning"))}
             if all(live.values()):
                 out.update({self.live: live, **dict(zip(self.wt_outputs, self.wt.views(live, lang, present),
                                                         strict=True))})
+                out[OPENED] = live["next"]
             else:
+                out[OPENED] = None
                 notes.append(text("share_recording_instead", lang))
         return out
 
     def open_explore(self, query: dict, lang: str, notes: list[str]) -> dict:
         ex = self.explore
         run = query.get("run") or RECORDING
-        tree = self.read(run, lang, notes)
+        tree = opened = self.read(run, lang, notes)
         if tree is None:
             notes.append(text("share_recording_instead", lang))
             tree, run = recorded(lang)["next"], RECORDING
@@ -207,15 +236,17 @@ class Share:
         chapter = query.get("chapter") if query.get("chapter") in self.plots else "tokens"
         if query.get("chapter") and query.get("chapter") != chapter:
             notes.append(text("share_chapter_unknown", lang))
+        # the question with its answer: the run's prompt in the prompt box (a run of one's own starts from it)
         return {**out, ex.trace: trace, ex.tree: tree, ex.branch: branch, self.chapter: chapter,
-                ex.chapters: gr.Tabs(selected=chapter), self.top: gr.Tabs(selected="explore")}
+                ex.chapters: gr.Tabs(selected=chapter), self.top: gr.Tabs(selected="explore"),
+                ex.prompt: gr.update(value=trace.prompt.raw), OPENED: opened}
 
     @property
     def open_outputs(self) -> list:
         ex = self.explore
         return list(dict.fromkeys([*self.named, self.note, self.top, self.walk, self.live, *self.wt_outputs,
                                    ex.trace, ex.tree, ex.branch, *ex.views, *ex.sampling.knobs, self.chapter,
-                                   ex.chapters]))
+                                   ex.chapters, ex.prompt]))
 
     # --- charts and decks --------------------------------------------------------------------------
     def chapter_charts(self, chapter, trace, lang, *values):

@@ -28,6 +28,7 @@ from viz.fmt import fmt_bytes, fmt_ms, fmt_p, fmt_rate
 from viz.html.cards import speed_figures
 from viz.out.slides import chip_label, token_chips_chart
 from viz.text.labels import label
+from viz.text.pieces import plain_text
 
 from ui.chapters.common import chart_or_notice
 from ui.chapters.decode import first_readable_step, least_sure_step
@@ -203,7 +204,7 @@ STEPS: tuple[Step, ...] = (
     Step("kv", (Part("plot", "kv"),), lambda d: [d.chart(kv.kv_growth_chart, d.example)],
          numbers=_kv_numbers, height=250),
     Step("decode", (Part("plot", "candidates"), Part("html", "output")), _decode, numbers=_decode_numbers,
-         slide_extra=lambda d: f"{label('deck_answer', d.lang)} {d.example.output_text}", height=200),
+         slide_extra=lambda d: f"{label('deck_answer', d.lang)} {plain_text(d.example.steps)}", height=200),
     Step("speed", (Part("plot", "timeline"), Part("html", "speed")),
          lambda d: [d.chart(speed.timeline_chart, d.example), html.speed_html(d.example, lang=d.lang, compact=d.present)],
          numbers=_speed_numbers, height=110),

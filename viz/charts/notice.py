@@ -5,13 +5,20 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+NOTICE = "tbt_notice"      # the usermeta key that marks a notice in its spec (exports skip it)
+
 
 def notice_chart(text: str) -> alt.Chart:
     """A chart-sized message (e.g. "attention was not captured for this run")."""
     return (alt.Chart(pd.DataFrame({"text": [text]}))
             .mark_text(fontSize=16, color="#555", align="center")
             .encode(text="text:N")
-            .properties(width=640, height=60))
+            .properties(width=640, height=60, usermeta={NOTICE: True}))
+
+
+def is_notice(spec: dict) -> bool:
+    """Whether a chart's spec is a notice (a message standing in for a chart, not a chart to export)."""
+    return bool((spec.get("usermeta") or {}).get(NOTICE))
 
 
 def embedding_strip(vector: list[float], title: str) -> alt.Chart:

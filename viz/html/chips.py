@@ -13,6 +13,7 @@ from engine.schema.trace import STOP_REASONS, PromptToken, Step, Trace
 
 from viz.fmt import HEX_FRAGMENT, WHITESPACE_SIGNS, esc, fmt_p, visible
 from viz.text.labels import label
+from viz.text.pieces import is_piece
 
 PALETTE = ("#fde2b3", "#c9e4ff", "#d4f1d0", "#f9d0e0", "#e3d7fb",
            "#fff1a8", "#cdeff0", "#ffd8c2", "#dfe8c4", "#eadfd0")
@@ -163,15 +164,6 @@ def _joined_chip(steps: list[Step], selected: int | None, lang: str) -> str:
             f'<span class="tbt-pieces">{pieces}</span></span>' + (BREAK if last.text.endswith("\n") else ""))
 
 
-def _is_fragment(s: Step) -> bool:
-    """True for a token holding only part of a multi-byte character."""
-    try:
-        bytes.fromhex(s.bytes_hex).decode("utf-8")
-        return False
-    except (UnicodeDecodeError, ValueError):
-        return True
-
-
 def output_html(trace: Trace, selected: int | None = None, lang: str = "en") -> str:
     """The generated text, one chip per step, thinking apart from the answer; a caret while running.
 
@@ -183,7 +175,7 @@ def output_html(trace: Trace, selected: int | None = None, lang: str = "en") -> 
         kind = "thinking" if s.phase == "thinking" else "answer"
         if not blocks or blocks[-1][0] != kind:
             blocks.append((kind, []))
-        if s.text == "" and _is_fragment(s):
+        if is_piece(s):
             pieces.append(s)
             continue
         if pieces:   # the character(s) as prose; the tokens that formed them on hover

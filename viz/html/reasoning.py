@@ -6,6 +6,7 @@ from engine.schema.trace import Trace
 
 from viz.fmt import esc
 from viz.text.labels import label
+from viz.text.pieces import group_text, grouped
 
 
 def reasoning_html(trace: Trace | None, lang: str = "en") -> str:
@@ -13,8 +14,8 @@ def reasoning_html(trace: Trace | None, lang: str = "en") -> str:
     if trace is None:
         return ""
     badge = label(f"thinking_{trace.reasoning}", lang) if trace.reasoning else label("mode_normal", lang)
-    thinking = "".join(_span(s) for s in trace.steps if s.phase == "thinking")
-    answer = "".join(_span(s) for s in trace.steps if s.phase == "answer")
+    thinking = _prose([s for s in trace.steps if s.phase == "thinking"], lang)
+    answer = _prose([s for s in trace.steps if s.phase == "answer"], lang)
     n_thinking = sum(s.phase == "thinking" for s in trace.steps)
     caret = '<span class="tbt-caret"></span>' if trace.summary is None else ""
     parts = [f'<div class="tbt-badge">{esc(badge)}</div>']
@@ -32,6 +33,24 @@ def reasoning_html(trace: Trace | None, lang: str = "en") -> str:
     return f'<div class="tbt tbt-reasoning">{"".join(parts)}</div>'
 
 
-def _span(step) -> str:
-    text = esc(step.text)
-    return f'<span class="tbt-forced-text">{text}</span>' if step.forced else text
+def _prose(steps: list, lang: str) -> str:
+    """The steps as prose: byte pieces grouped into their characters (a cut-off one as "…", never
+    hex), the engine's inserted runs marked, and its answer cue in the page's language."""
+    parts: list[tuple[bool, str]] = []        # (inserted by the engine, text), runs merged
+    for group in grouped(steps):
+        forced = all(st.forced for st in group)
+        if parts and parts[-1][0] == forced:
+            parts[-1] = (forced, parts[-1][1] + group_text(group))
+        else:
+            parts.append((forced, group_text(group)))
+    return "".join(_run(text, lang) if forced else esc(text) for forced, text in parts)
+
+
+def _run(text: str, lang: str) -> str:
+    """An inserted run: the answer cue the engine writes (in English: it is what the model reads) is
+    said in the page's language, the words the model read in its title."""
+    shown = text
+    if text.strip() == label("answer_cue", "en"):
+        shown = text.replace(label("answer_cue", "en"), label("answer_cue", lang))
+    title = label("forced", lang)
+    return f'<span class="tbt-forced-text" title="{esc(title)}">{esc(shown)}</span>'

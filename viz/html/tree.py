@@ -9,16 +9,30 @@ i is the i-th branch).
 
 from __future__ import annotations
 
+import math
+
 from engine.schema.branches import ROOT, lineage, log_p
 from engine.schema.trace import Trace
 
 from viz.html.chips import chip_text, p_colour
 from viz.fmt import esc, fmt_p
 from viz.text.labels import label
+from viz.text.pieces import group_text, grouped
 
 
 def _name(branch_id: str, lang: str) -> str:
     return label("tree_run", lang) if branch_id == ROOT else branch_id
+
+
+def _cell(group: list, index: int, pos: int, fork: bool, lang: str) -> str:
+    """One cell of a row: a step, or the byte pieces of one character with the step completing it
+    (spanning their columns, coloured by the probability of them all; the pieces on hover)."""
+    p = math.prod(st.chosen_p_model for st in group)
+    title = "\n".join([*(st.token for st in group), label("tree_node", lang, step=pos, p=fmt_p(p))])
+    span = f"{pos + 2} / span {len(group)}"
+    return (f'<span class="tbt-step tbt-tree-node{" tbt-tree-fork" if fork else ""}" data-index="{index}" '
+            f'title="{esc(title)}" style="grid-row:{index + 1};grid-column:{span};background:{p_colour(p)}">'
+            f'{chip_text(group_text(group))}</span>')
 
 
 def tree_html(trace: Trace, shown: str = ROOT, lang: str = "en") -> str:
@@ -39,13 +53,10 @@ def tree_html(trace: Trace, shown: str = ROOT, lang: str = "en") -> str:
         selected = " tbt-tree-shown" if row == shown else ""
         cells.append(f'<div class="tbt-tree-label{selected}" data-index="{index}" style="grid-row:{index + 1}">'
                      f'<b>{esc(_name(row, lang))}</b> <span class="tbt-muted">{esc(head)}</span></div>')
-        for pos in range(start, len(steps)):
-            st = steps[pos]
-            fork = " tbt-tree-fork" if row != ROOT and pos == start else ""
-            title = "\n".join([st.token, label("tree_node", lang, step=pos, p=fmt_p(st.chosen_p_model))])
-            cells.append(f'<span class="tbt-step tbt-tree-node{fork}" data-index="{index}" title="{esc(title)}" '
-                         f'style="grid-row:{index + 1};grid-column:{pos + 2};background:{p_colour(st.chosen_p_model)}">'
-                         f'{chip_text(st.token if st.text == "" else st.text)}</span>')
+        pos = start
+        for group in grouped(steps[start:]):       # byte pieces with the character they form, one cell
+            cells.append(_cell(group, index, pos, fork=row != ROOT and pos == start, lang=lang))
+            pos += len(group)
         cells.append(f'<span class="tbt-tree-logp{selected}" data-index="{index}" '
                      f'style="grid-row:{index + 1};grid-column:{width + 2}">'
                      f'{esc(label("tree_logp", lang, value=f"{log_p(steps):.2f}"))}</span>')
