@@ -41,7 +41,7 @@ def attention_modules(model: nn.Module) -> list[nn.Module]:
 
 def final_norm(model: nn.Module) -> nn.Module:
     base = model.get_decoder() if hasattr(model, "get_decoder") else model.base_model
-    for name in ("norm", "final_layernorm", "ln_f"):
+    for name in ("norm", "final_layernorm", "final_layer_norm", "ln_f"):
         if hasattr(base, name):
             return getattr(base, name)
     raise ModelLoadError(f"cannot find the final norm of {type(model).__name__}")
