@@ -1,5 +1,5 @@
 # Two commands: `make run` starts the app, `make test` runs the whole suite. Both set up .venv first.
-# While changing code, `make quick` runs the unit and engine tests only (no server, no browser).
+# While changing code, `make quick` runs the unit, tiny and engine tests only (no server, no browser).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -36,10 +36,10 @@ run: $(STAMP)
 test: $(STAMP) $(LLAMA) chromium
 	$(PY) -m pytest
 
-# The quick loop: tests/unit and tests/engine but the slow ones (no server, no browser, no llama.cpp:
+# The quick loop: tests/unit, tests/tiny and tests/engine but the slow ones (no server, no browser, no llama.cpp:
 # the tests that need it are slow ones).
 quick: $(STAMP)
-	$(PY) -m pytest -m "(unit or engine) and not slow"
+	$(PY) -m pytest -m "(unit or tiny or engine) and not slow"
 
 bench: $(STAMP) $(LLAMA)
 	$(PY) -m engine bench --json
