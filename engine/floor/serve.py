@@ -17,6 +17,7 @@ import threading
 from datetime import datetime, timezone
 
 from engine.errors import EngineError
+from engine.floor import fit
 from engine.floor.baselines import one_at_a_time, static_batch
 from engine.floor.continuous import FloorStopped, serve
 from engine.floor.workload import arrivals, check, prompts
@@ -53,6 +54,7 @@ def run_floor(engine, progress=None, cancel: threading.Event | None = None, inpu
     inputs, arrival_s = inputs or prompts(engine.tokenizer, s), arrivals(s)
     try:
         with engine.lock, switched_kernel(engine.model, KERNEL):
+            fit.require(engine)             # an architecture the paged cache cannot run: a keyed refusal
             _warm_up(engine, inputs[0])
             say(0.05, "continuous")
             lanes, frames, cache, continuous = serve(engine, inputs, arrival_s, s, stop)
