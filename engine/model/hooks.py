@@ -40,10 +40,37 @@ def attention_modules(model: nn.Module) -> list[nn.Module]:
 
 
 def final_norm(model: nn.Module) -> nn.Module:
+    """The model's own final norm, found by structure: the norm among the base model's direct
+    children (not inside a decoder block), whatever its name (norm, ln_f, final_layernorm,
+    final_layer_norm, ...). Several or none: the module whose output the LM head reads, seen in
+    one tiny pass. Found once per model."""
+    found = getattr(model, "_tbt_final_norm", None)
+    if found is not None:
+        return found
     base = model.get_decoder() if hasattr(model, "get_decoder") else model.base_model
-    for name in ("norm", "final_layernorm", "final_layer_norm", "ln_f"):
-        if hasattr(base, name):
-            return getattr(base, name)
+    norms = [m for m in base.children() if "norm" in type(m).__name__.lower()]
+    found = norms[0] if len(norms) == 1 else _read_by_head(model, base)
+    object.__setattr__(model, "_tbt_final_norm", found)   # not a submodule: kept out of the module tree
+    return found
+
+
+def _read_by_head(model: nn.Module, base: nn.Module) -> nn.Module:
+    head = model.get_output_embeddings()
+    blocks = {id(m) for block in decoder_layers(model) for m in block.modules()}
+    outputs, fed = {}, []
+    candidates = [m for m in base.modules() if id(m) not in blocks and m is not base and not list(m.children())]
+    handles = [m.register_forward_hook(lambda mod, _a, out: outputs.__setitem__(id(mod), out)) for m in candidates]
+    handles.append(head.register_forward_pre_hook(lambda _m, args: fed.append(args[0])))
+    try:
+        with torch.inference_mode():
+            model(input_ids=torch.tensor([[0, 1]], device=head.weight.device), use_cache=False)
+    finally:
+        for h in handles:
+            h.remove()
+    for m in reversed(candidates):
+        out = outputs.get(id(m))
+        if fed and isinstance(out, torch.Tensor) and out.shape == fed[0].shape and torch.equal(out, fed[0]):
+            return m
     raise ModelLoadError(f"cannot find the final norm of {type(model).__name__}")
 
 

@@ -75,8 +75,23 @@ def top_guesses(engine, hidden: torch.Tensor) -> tuple[list[int], torch.Tensor]:
             logits = logits + head.bias.float()[:, None]
     else:                             # a quantized head: let its own module do the matmul
         logits = head(normed).float().T
+    logits = final_logits(engine.model, logits)
     top, ids = logits.max(dim=0)
     return ids.tolist(), torch.exp(top - torch.logsumexp(logits, dim=0))   # softmax of the top guess alone
+
+
+def final_logits(model, logits: torch.Tensor) -> torch.Tensor:
+    """What the model itself does to its LM head's output before it returns logits: Granite divides
+    by `logits_scaling`, Cohere multiplies by `logit_scale`, Gemma 2 soft-caps at
+    `final_logit_softcapping`. Without it the lens's probabilities would not be the model's."""
+    cfg = model.config.get_text_config()
+    if scale := getattr(cfg, "logits_scaling", None):
+        logits = logits / scale
+    if scale := getattr(cfg, "logit_scale", None):
+        logits = logits * scale
+    if cap := getattr(cfg, "final_logit_softcapping", None):
+        logits = torch.tanh(logits / cap) * cap
+    return logits
 
 
 def _guesses(engine, ids: list[int], p: list[float], last: LensGuess) -> list[LensGuess]:

@@ -139,9 +139,8 @@ def load(model_id: str | None = None, device: str | None = None, dtype: str = "a
         # weights are fetched.
         AutoConfig.from_pretrained(location, trust_remote_code=False)
         tokenizer = AutoTokenizer.from_pretrained(location, trust_remote_code=False)
-        model = AutoModelForCausalLM.from_pretrained(
-            location, dtype=torch_dtype, attn_implementation=attn_implementation,
-            trust_remote_code=False, quantization_config=quantization_config, device_map=device_map)
+        model = _from_pretrained(location, attn_implementation, dtype=torch_dtype, trust_remote_code=False,
+                                 quantization_config=quantization_config, device_map=device_map)
     except ValueError as exc:
         if "trust_remote_code" in str(exc):
             raise ModelLoadError(f"{model_id!r} needs its own remote code, which is never run here") from None
@@ -155,7 +154,27 @@ def load(model_id: str | None = None, device: str | None = None, dtype: str = "a
     if quantization_config is not None:
         quant = f"bnb-{'int8' if quantization_config.load_in_8bit else quantization_config.bnb_4bit_quant_type}"
     info = describe(model, model_id or EMBEDDED, source, quant)
+    if info.attn_implementation != attn_implementation:
+        info.attn_requested = attn_implementation
     return LoadedModel(model=model, tokenizer=tokenizer, info=info)
+
+
+# what transformers says when a model class has no such attention implementation (Gemma 2 and SDPA)
+UNSUPPORTED_ATTENTION = "does not support an attention implementation"
+
+
+def _from_pretrained(location: str, attn_implementation: str, **kwargs):
+    """The model with the attention implementation asked for, or, when its class refuses that one
+    (Gemma 2 refuses SDPA), with eager attention, which every model class has. `describe` records
+    both: the one asked for and the one used."""
+    try:
+        return AutoModelForCausalLM.from_pretrained(location, attn_implementation=attn_implementation, **kwargs)
+    except ValueError as exc:
+        if UNSUPPORTED_ATTENTION not in str(exc) or attn_implementation == "eager":
+            raise
+        log.warning("%s: %s is refused (%s); loading with eager attention", location, attn_implementation,
+                    str(exc)[:120])
+        return AutoModelForCausalLM.from_pretrained(location, attn_implementation="eager", **kwargs)
 
 
 def describe(model, model_id: str, source: str, quantization: str | None) -> ModelInfo:
@@ -173,4 +192,16 @@ def describe(model, model_id: str, source: str, quantization: str | None) -> Mod
         context_length=getattr(cfg, "max_position_embeddings", 2048),
         parameters=sum(p.numel() for p in params),
         parameter_bytes=int(model.get_memory_footprint(return_buffers=False)),
+        **sliding_layers(model),
     )
+
+
+def sliding_layers(model) -> dict:
+    """Which layers attend to a sliding window, read from the cache transformers builds for this
+    config (the same one a run uses): {} when every layer sees every key."""
+    from transformers import DynamicCache
+    layers = DynamicCache(config=model.config).layers
+    windows = {i: layer.sliding_window for i, layer in enumerate(layers) if getattr(layer, "sliding_window", None)}
+    if not windows:
+        return {}
+    return {"sliding_window": max(windows.values()), "sliding_layers": sorted(windows)}

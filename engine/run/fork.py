@@ -29,7 +29,7 @@ from engine.model.clock import now_ms
 from engine.errors import InvalidRequest
 from engine.run.generate import Run
 from engine.model.hooks import Capture
-from engine.run.kv_cache import cache_bytes
+from engine.run.kv_cache import cache_bytes, cropped_copy, holds
 from engine.run.record import Clocks, Event, make_step, ms3, summarize
 from engine.run.request import check_settings
 from engine.run.sampling import Choice, pick, warpers
@@ -113,7 +113,7 @@ def stream_fork(engine, trace: Trace, at: int, token: int, parent: str = ROOT,
     cached, rebuilt_ms = kept_or_rebuilt(engine, trace, (key, parent or ROOT), steps, len(prefix))
     begin = now_ms(engine.device)
     with engine.lock:
-        cache = cropped_copy(engine, cached, len(prefix))
+        cache = cropped_copy(engine.model.config, cached, len(prefix))
     copy_ms = now_ms(engine.device) - begin
     # the chosen token, in place without a pass: the copy is its time (the price of reuse)
     (rank, c), source = chosen, steps[at]
@@ -132,12 +132,15 @@ def stream_fork(engine, trace: Trace, at: int, token: int, parent: str = ROOT,
 
 
 def kept_or_rebuilt(engine, trace: Trace, name: tuple, steps: list[Step], positions: int):
-    """The lineage's kept cache if it holds `positions`, else one computed from its tokens and
-    kept (with the ms that took)."""
+    """The lineage's kept cache if it holds the first `positions`, else one computed from its tokens
+    and kept (with the ms that took). A sliding-window layer keeps only its newest positions, so a
+    model with such layers reuses a kept cache only where the fork's window is still in it, and
+    otherwise computes the prefix up to the fork (a cache cannot be cropped back past its window)."""
     cached = engine.prefixes.get(name)
-    if cached is not None and cached.get_seq_length() >= positions:
+    if cached is not None and holds(cached, positions):
         return cached, None
-    cached, rebuilt_ms = rebuild(engine, trace, steps)
+    upto = positions - len(trace.prompt.tokens) if engine.info.sliding_layers else max(len(steps) - 1, 0)
+    cached, rebuilt_ms = rebuild(engine, trace, steps, upto)
     engine.prefixes.keep(name, cached)
     return cached, rebuilt_ms
 
@@ -185,15 +188,6 @@ def _branch_events(engine, trace: Trace, run: BranchRun, branch: Branch, key: st
     return dataclasses.replace(trace, branches=[*trace.branches, branch])
 
 
-def cropped_copy(engine, cache: DynamicCache, positions: int) -> DynamicCache:
-    """A new cache holding the first `positions` of every layer's keys and values (copies: the
-    branch writes on, the source stays as it was, and a view would pin the source's memory)."""
-    new = DynamicCache(config=engine.model.config)
-    for i, layer in enumerate(cache.layers):
-        new.update(layer.keys[..., :positions, :].clone(), layer.values[..., :positions, :].clone(), i)
-    return new
-
-
 def run_fork(engine, trace: Trace, at: int, token: int, **kwargs) -> Trace:
     """The whole fork at once; returns the trace with the new branch last in `branches`."""
     events = stream_fork(engine, trace, at, token, **kwargs)
@@ -204,10 +198,10 @@ def run_fork(engine, trace: Trace, at: int, token: int, **kwargs) -> Trace:
             return done.value
 
 
-def rebuild(engine, trace: Trace, steps: list[Step]) -> tuple[DynamicCache, float]:
-    """A lineage's cache computed from its tokens (the prompt and every generated step but the
-    last, which no pass has read yet): one forward pass. Returns the cache and its time."""
-    ids = prefix_ids(trace, steps, max(len(steps) - 1, 0))
+def rebuild(engine, trace: Trace, steps: list[Step], upto: int) -> tuple[DynamicCache, float]:
+    """A lineage's cache computed from its tokens (the prompt and its first `upto` generated steps;
+    the last step is never read by a pass): one forward pass. Returns the cache and its time."""
+    ids = prefix_ids(trace, steps, upto)
     cache = DynamicCache(config=engine.model.config)
     out = engine.forward(torch.tensor([ids]), cache, Capture())
     return cache, out.ms

@@ -207,7 +207,7 @@ class Run:
         text = "" if special else self.text.push(raw)
         phase = self.thinking.phase_of(engine.text_of(token) if special else text, forced[1] if forced else None)
         hidden = self.kept.keep(capture) if capture.lens else None   # the lens itself: on view (engine/model/lens.py)
-        self.attention.keep(capture)
+        self.attention.keep(capture, keys=len(self.ids) - 1)     # the positions this pass's query saw
         return Seen(token, raw, text, phase, forced is not None, choice, hidden)
 
     def clocks(self, out: Pass, picked_from: float, sampled: float) -> Clocks:

@@ -89,7 +89,10 @@ class AttentionRows:
     def __init__(self, trace: Trace, on: bool, max_bytes: int):
         self.trace, self.on, self.max_bytes, self.bytes = trace, on, max_bytes, 0
 
-    def keep(self, capture: Capture) -> None:
+    def keep(self, capture: Capture, keys: int | None = None) -> None:
+        """`keys`: the positions this pass's query could see. A sliding-window layer's cache holds
+        only the newest of them, so its row is shorter: it is placed at the end, the positions
+        that have left its window get probability 0."""
         if not capture.attention:
             return
         if self.trace.attention is None:      # the prefill pass: its capped maps come first
@@ -99,6 +102,8 @@ class AttentionRows:
                 prefill=[PackedRows.pack(capture.maps[i].cpu().numpy()) for i in sorted(capture.maps)])
         attention = self.trace.attention
         per_layer = [capture.rows[i] for i in sorted(capture.rows)]
+        keys = max([keys or 0] + [r.shape[-1] for r in per_layer])
+        per_layer = [torch.nn.functional.pad(r, (keys - r.shape[-1], 0)) for r in per_layer]
         stacked = torch.stack([r.to(per_layer[0].device) for r in per_layer])  # [layers, heads, keys]
         rows = PackedRows.pack(stacked.cpu().numpy())
         self.bytes += rows.nbytes

@@ -52,6 +52,9 @@ class ModelInfo:
     context_length: int
     parameters: int             # count of unique parameters (tied weights counted once)
     parameter_bytes: int        # bytes those parameters take in memory
+    attn_requested: str | None = None   # the implementation asked for, when the model refused it (else None)
+    sliding_window: int | None = None   # keys a sliding-window layer attends to (None: no such layers)
+    sliding_layers: list[int] | None = None   # which layers slide (None: none); the others see every key
 
     @property
     def bytes_per_value(self) -> int:
@@ -59,8 +62,18 @@ class ModelInfo:
         return dtype_bytes(self.dtype)
 
     def kv_bytes(self, tokens: int) -> int:
-        """Bytes of the KV cache holding `tokens` positions of one sequence."""
-        return kv_bytes(self.layers, self.kv_heads, self.head_dim, tokens, self.bytes_per_value)
+        """Bytes of the KV cache holding `tokens` positions of one sequence: a full layer holds every
+        position, a sliding one at most `kv_window_held` (transformers keeps its window less one
+        between passes; the new token makes the window)."""
+        sliding = len(self.sliding_layers or [])
+        held = self.layers - sliding
+        per_layer = kv_bytes(1, self.kv_heads, self.head_dim, 1, self.bytes_per_value)
+        return per_layer * (held * tokens + sliding * min(tokens, self.kv_window_held or 0))
+
+    @property
+    def kv_window_held(self) -> int | None:
+        """Positions a sliding layer's cache holds at most between passes (None: no sliding layers)."""
+        return self.sliding_window - 1 if self.sliding_layers and self.sliding_window else None
 
 
 @dataclass(frozen=True)
