@@ -113,7 +113,7 @@ def test_a_refused_fork_is_said_in_the_fork_panel(visitor, shots, tmp_path):
     page.wait_for_selector("#output .tbt-rendered", state="attached", timeout=60_000)
     chapter(page, DECODE, ["#candidates"])
     page.click("#fork-run")
-    words = {"en": "other/Model-1B; load that model", "zh": "other/Model-1B 录制的"}[lang]
+    words = {"en": "other/Model-1B; load that model", "zh": "来自 other/Model-1B；要分叉"}[lang]
     page.wait_for_function("(w) => document.querySelector('#fork').innerText.includes(w)", arg=words,
                            timeout=30_000)
     page.locator("#fork").screenshot(path=str(shots / f"polish-{lang}-fork-refused.png"))
