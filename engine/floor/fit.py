@@ -5,17 +5,20 @@ the cache another way (GPT-NeoX: `update(key, value, layer)`, without the kwargs
 fills) fails inside the batching loop, request by request. Rather than read that from names, one
 request of four tokens for one new token goes through a continuous-batching manager first (under the
 caller's lock, with the floor's kernel already set); if it fails, the floor is refused with a keyed
-message ("floor_unsupported") before any way is timed. The answer is kept per model.
+message ("floor_unsupported") before any way is timed. The answer is kept per model. A model that
+cannot run the floor's kernel at all (Gemma 2: eager only) is refused the same way.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from contextlib import contextmanager
 
 from transformers.generation.configuration_utils import ContinuousBatchingConfig
 
 from engine.errors import EngineError
+from engine.model.core import switched_kernel
 
 log = logging.getLogger(__name__)
 _KNOWN: dict[str, str | None] = {}       # model id -> None (serves) or the failure, in the log's words
@@ -51,13 +54,36 @@ def _probe(engine) -> str | None:
         manager.destroy()
 
 
+@contextmanager
+def floor_kernel(engine, kernel: str):
+    """The model switched to the floor's kernel for the run (model.core.switched_kernel), or the floor
+    refused ("floor_unsupported") for a model that cannot run it (Gemma 2: eager attention only)."""
+    try:
+        switch = switched_kernel(engine.model, kernel)
+        switch.__enter__()
+    except ValueError as exc:
+        log.warning("the serving floor cannot switch %s to %s: %s", type(engine.model).__name__, kernel, exc)
+        raise _refused(engine) from None
+    try:
+        yield
+    except BaseException as exc:
+        if not switch.__exit__(type(exc), exc, exc.__traceback__):
+            raise
+    else:
+        switch.__exit__(None, None, None)
+
+
+def _refused(engine) -> EngineError:
+    arch = type(engine.model).__name__
+    return EngineError(f"The serving floor cannot run {arch}: transformers' continuous batching (its paged KV "
+                       "cache) does not support this model's attention.", "floor_unsupported", model=arch)
+
+
 def require(engine) -> None:
     """Raise EngineError "floor_unsupported" when continuous batching cannot serve this model."""
     key = engine.info.id
     if key not in _KNOWN:
         _KNOWN[key] = _probe(engine)
     if _KNOWN[key] is not None:
-        arch = type(engine.model).__name__
-        log.warning("continuous batching cannot serve %s: %s", arch, _KNOWN[key])    # the reason, for the log
-        raise EngineError(f"The serving floor cannot run {arch}: transformers' continuous batching (its paged KV "
-                          "cache) does not support this model's attention.", "floor_unsupported", model=arch)
+        log.warning("continuous batching cannot serve %s: %s", type(engine.model).__name__, _KNOWN[key])
+        raise _refused(engine)
