@@ -17,6 +17,8 @@ def test_verify_and_the_cache_run_on_every_architecture(arch, tiny_engine):
     rows = result["verify"]["rows"]
     assert [r["k"] for r in rows] and all(r["ms_per_token"] > 0 for r in rows)
     assert result["kv_cache"]["speedup"] is not None
+    # the kernel each arm names is the one that ran (Gemma 2 cannot run SDPA: its own eager instead)
+    assert result["verify"]["attn_implementation"] == ("eager" if arch == "gemma2" else "sdpa")
 
 
 @pytest.mark.parametrize("arch", SLIDING_ARCHS)
