@@ -21,11 +21,18 @@ from engine.floor import fit
 from engine.floor.baselines import one_at_a_time, static_batch
 from engine.floor.continuous import FloorStopped, serve
 from engine.floor.workload import arrivals, check, prompts
+from engine.lab.host import watching_load
 from engine.model.clock import work_s
 from engine.schema.floor import Floor, FloorSettings
+from engine.schema.load import HostLoad
 from engine.schema.serial import to_plain
 
 KERNEL = "sdpa"
+
+
+def _load(watch) -> HostLoad | None:
+    found = watch.result()
+    return HostLoad(**found) if found else None
 
 
 def settings_from(values: dict) -> FloorSettings:
@@ -56,11 +63,19 @@ def run_floor(engine, progress=None, cancel: threading.Event | None = None, inpu
             fit.require(engine)             # an architecture the paged cache cannot run: a keyed refusal
             _warm_up(engine, inputs[0])
             say(0.05, "continuous")
-            lanes, frames, cache, continuous = serve(engine, inputs, arrival_s, s, stop)
+            # each way watched for the machine's other work: the ways run one after another, and a
+            # busy moment of a shared machine that meets one of them moves the ratios between them
+            with watching_load() as watch:
+                lanes, frames, cache, continuous = serve(engine, inputs, arrival_s, s, stop)
+            continuous.load = _load(watch)
             say(0.35, "one_at_a_time")
-            alone, own_tokens = one_at_a_time(engine, inputs, arrival_s, s, stop)
+            with watching_load() as watch:
+                alone, own_tokens = one_at_a_time(engine, inputs, arrival_s, s, stop)
+            alone.load = _load(watch)
             say(0.75, "static")
-            static = static_batch(engine, inputs, arrival_s, s, stop)
+            with watching_load() as watch:
+                static = static_batch(engine, inputs, arrival_s, s, stop)
+            static.load = _load(watch)
             unshared = None
             if s.shared_prefix or s.source == "branches":
                 say(0.85, "unshared")

@@ -119,7 +119,7 @@ def time_pass(model, reset, run_pass, repeats: int, lock) -> dict:
             _sync(device)
             return (time.perf_counter_ns() - start) / 1e6, out
 
-    one(None)                                          # warm-up: first calls pay one-off costs
+    warmup_ms, _ = one(None)                           # warm-up: first calls pay one-off costs (kept, said)
     plain, hooked, ops = [], [], defaultdict(list)
     for _ in range(repeats):
         ms, out = one(None)
@@ -133,4 +133,5 @@ def time_pass(model, reset, run_pass, repeats: int, lock) -> dict:
     # taken op by op do not: on a busy host they drifted 10 % from the median pass).
     middle = hooked.index(statistics.median_low(hooked))
     return {"plain_ms": statistics.median(plain), "hooked_ms": hooked[middle], "plain_runs": plain,
-            "hooked_runs": hooked, "ops": {key: v[middle] for key, v in ops.items()}, "output": out}
+            "hooked_runs": hooked, "warmup_ms": warmup_ms, "ops": {key: v[middle] for key, v in ops.items()},
+            "output": out}

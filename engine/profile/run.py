@@ -73,7 +73,7 @@ def _phase(engine, timing: dict, dims: Dims, tokens: int, keys: int, extra: dict
     in_pass = [r["measured_ms"] for r in rows if r["op"] not in ("sampling", "watching")]
     return {"tokens": tokens, "keys": keys, "forward_ms": timing["plain_ms"], "hooked_ms": timing["hooked_ms"],
             "overhead_ms": timing["hooked_ms"] - timing["plain_ms"], "ops_sum_ms": sum(in_pass),
-            "plain_runs": timing["plain_runs"], "hooked_runs": timing["hooked_runs"],
+            "plain_runs": timing["plain_runs"], "hooked_runs": timing["hooked_runs"], "warmup_ms": timing.get("warmup_ms"),
             "predicted_ms": sum(r["predicted_ms"] or 0.0 for r in rows), "rows": rows, "ops": ops}
 
 
@@ -138,7 +138,8 @@ def profile_trace(engine, trace: Trace, step: int | None = None, repeats: int = 
                              most=len(generated) - 1)
     dims, hw = Dims.of_config(engine.model.config), machine(engine)
     prefix = prompt + generated[:step - 1]
-    first, later = replay(engine, prompt, prefix, generated[step - 1], repeats)
+    with host.watching_load() as load:        # the machine's other work while the replay ran
+        first, later = replay(engine, prompt, prefix, generated[step - 1], repeats)
     sample = [_sampling_ms(engine, t["output"].logits[0, -1].float(), trace, ctx, repeats)
               for t, ctx in ((first, prompt), (later, prefix + generated[step - 1:step]))]
     watch = [trace.steps[0].observe_ms, trace.steps[step].observe_ms]
@@ -149,6 +150,10 @@ def profile_trace(engine, trace: Trace, step: int | None = None, repeats: int = 
         "decode_step": step, "steps": len(generated), "repeats": repeats,
         "replay": "eager", "run_decode_path": trace.observation.decode if trace.observation else "eager",
         "machine": {"name": engine.info.device, **hw},
+        # the run's own passes, as its cards show them (the capture taken out), and the replay's load:
+        # what the profile's text compares its timed and plain passes with
+        "run_ms": {"prefill": trace.prefill.ms if trace.prefill else None, "decode": trace.steps[step].forward_ms},
+        "load": load.result(),
         "phases": {
             "prefill": _phase(engine, first, dims, len(prompt), len(prompt),
                               {"sampling": sample[0], "watching": watch[0]}, hw),

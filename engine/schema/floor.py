@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from engine.errors import TraceFormatError
 from engine.schema.serial import from_plain, parse, to_plain
+from engine.schema.load import HostLoad
 from engine.schema.specs import ModelInfo
 
 FORMAT, VERSION = "tbt-floor", 1
@@ -92,6 +93,7 @@ class Mode:
     e2el_ms: list[float]
     memory_bytes: int              # KV memory this way held at its peak (read from the cache objects)
     memory_note: str               # what `memory_bytes` counts
+    load: HostLoad | None = None   # how busy the machine was while this way ran (engine/lab/host.py)
 
     @property
     def throughput(self) -> float:

@@ -37,12 +37,23 @@ def check_floor(f: Floor) -> Floor:
         _between(mode.tokens, 0, n * MAX_TOKENS, f"{where}.tokens")
         for v in mode.ttft_ms + mode.e2el_ms:
             _between(v, -MAX_MS, MAX_MS, f"{where} times")
+        if mode.load is not None:          # the verdict quotes these
+            check_load(mode.load, f"{where}.load")
     for i, lane in enumerate(f.lanes):
         _lane(lane, f"floor.lanes[{i}]", f.model.vocab_size)
     _between(len(f.frames), 0, MAX_FRAMES, "floor.frames")
     for i, frame in enumerate(f.frames):
         _frame(frame, f"floor.frames[{i}]", n, f.cache.num_blocks)
     return f
+
+
+def check_load(load, where: str) -> None:
+    """A HostLoad from a file: shares within 0..1, a plausible machine."""
+    _between(load.cpus, 1, 100_000, f"{where}.cpus")
+    _between(load.others, 0, 1, f"{where}.others")
+    _between(load.steal, 0, 1, f"{where}.steal")
+    _between(load.load_1m, 0, 1e6, f"{where}.load_1m")
+    _between(load.seconds, 0, MAX_MS, f"{where}.seconds")
 
 
 def _lane(lane, where: str, vocab: int) -> None:

@@ -26,6 +26,9 @@ def parse(text: str | bytes, max_bytes: int | None = None):
                                size=size, limit=limit)
     try:
         return json.loads(text)
+    except UnicodeDecodeError as exc:       # a picture, an archive: bytes that are not text at all
+        detail = f"its bytes are not UTF-8 text (byte 0x{exc.object[exc.start:exc.start + 1].hex()} at {exc.start:,})"
+        raise TraceFormatError(f"not valid JSON: {detail}", "trace_not_json", detail=detail) from None
     except (ValueError, RecursionError) as exc:
         detail = str(exc)[:200]
         raise TraceFormatError(f"not valid JSON: {detail}", "trace_not_json", detail=detail) from None

@@ -112,3 +112,10 @@ def test_a_stop_in_the_middle_ends_the_run_soon(engine):
         run_floor(engine, cancel=cancel, **{**SMALL, "requests": 8, "new_tokens": 200, "num_blocks": 400})
     assert stopped.value.key == "floor_stopped"
     assert time.monotonic() - started < 15
+
+
+def test_each_way_carries_the_machines_load_while_it_ran(floor):
+    """Each way is watched on its own (they run one after another; engine/lab/host.py), and reads back."""
+    for mode in floor.modes:
+        assert mode.load is None or (0 <= mode.load.others <= 1 and mode.load.cpus >= 1 and mode.load.seconds >= 0)
+    assert any(mode.load is not None for mode in floor.modes) or not open("/proc/stat").read()

@@ -67,3 +67,15 @@ def test_the_command_prints_the_profile():
     assert decode["lm_head"]["bound"] == "memory" and decode["lm_head"]["measured_ms"] > 0
     assert {"predicted_ms", "flops", "bytes", "ratio"} <= set(decode["q_proj"])
     assert {r["hardware"] for r in profile["projection"]} >= {"H100 SXM", "H200 SXM"}
+
+
+def test_the_profile_keeps_what_its_text_explains_the_gaps_with(profiled):
+    """The warm-up pass, the run's own pass times and the replay's load (viz/text/profile_gaps.py)."""
+    from viz.text.profile_gaps import gaps_md
+    trace, result = profiled
+    assert result["run_ms"] == {"prefill": trace.prefill.ms, "decode": trace.steps[5].forward_ms}
+    for phase in ("prefill", "decode"):
+        assert result["phases"][phase]["warmup_ms"] > 0
+    assert result["load"] is None or 0 <= result["load"]["others"] <= 1
+    said = gaps_md(json.loads(json.dumps(result, default=str)), "en")
+    assert said.startswith("Prefill: ") and "The run's own pass, on the cards" in said, said

@@ -3,6 +3,8 @@ choices, and a chart that says why it cannot be drawn instead of failing."""
 
 from __future__ import annotations
 
+import functools
+
 import gradio as gr
 
 from viz.charts.notice import notice_chart
@@ -64,3 +66,30 @@ def chart_or_notice(draw, *args, lang: str, **kwargs):
         return draw(*args, lang=lang, **kwargs)
     except ValueError as exc:
         return notice_chart(str(exc))
+
+
+# --- Stop buttons: greyed out while nothing runs that they could stop -----------------------------
+def stop_button(text: str, elem_id: str, **kwargs) -> gr.Button:
+    """A Stop button, not clickable until a run it stops is streaming (`while_running`)."""
+    return gr.Button(text, variant="stop", elem_id=elem_id, interactive=False, **kwargs)
+
+
+def while_running(fn):
+    """`fn` (a generator of output tuples) with one more output: its Stop button, clickable while
+    `fn` streams. Gradio reads `fn`'s own signature (its gr.Request) through functools.wraps."""
+    @functools.wraps(fn)
+    def running(*args):
+        for update in fn(*args):
+            yield (*update, gr.update(interactive=True))
+    return running
+
+
+def stop_wiring(stop: gr.Button, on_stop, events: list, **cancels) -> None:
+    """Stop's click (`on_stop(request)`) greys it out again, and so does the end of each event it
+    stops, however that event ended (finished, stopped, refused)."""
+    def stopped(request: gr.Request):
+        on_stop(request)
+        return gr.update(interactive=False)
+    stop.click(stopped, None, stop, queue=False, **PRIVATE, **cancels)
+    for event in events:
+        event.then(lambda: gr.update(interactive=False), None, stop, queue=False, **PRIVATE)

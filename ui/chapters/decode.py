@@ -10,41 +10,12 @@ from engine.schema.trace import Trace
 from viz import html
 from viz.charts import attention, decode
 from viz.charts.notice import notice_chart
-from viz.fmt import HEX_FRAGMENT
+from viz.opening import first_readable_step, least_sure_step, readable_step  # noqa: F401 (re-exported)
 from viz.text.labels import label
 
 from ui.chapters.common import PRIVATE, chart_or_notice, clamp, head_choices, head_index, intro, known_head, plot
 from ui.host.models import torch_side
 from ui.page.i18n import t
-
-# A step is drawn on first view only if its candidates read as text: at least this share of the
-# probability of its top candidates is on whole characters or words, not on byte pieces (<E5>).
-READABLE_SHARE, READABLE_TOP = 0.5, 10
-
-
-def readable_step(step) -> bool:
-    """Whether a step reads as text: its token is a whole character or word (not white space), and
-    most of its top candidates' probability is on whole ones (a Chinese character is often two or
-    three byte pieces, each a step of its own whose candidates are pieces too)."""
-    if HEX_FRAGMENT.fullmatch(step.token) or not step.token.strip():
-        return False
-    top = step.candidates[:READABLE_TOP]
-    total = sum(c.p_model for c in top)
-    whole = sum(c.p_model for c in top if not HEX_FRAGMENT.fullmatch(c.text))
-    return total <= 0 or whole >= READABLE_SHARE * total
-
-
-def first_readable_step(trace: Trace) -> int:
-    """The first step that reads as text (readable_step), else step 0."""
-    return next((s.index for s in trace.steps if readable_step(s)), 0)
-
-
-def least_sure_step(trace: Trace) -> int:
-    """The step where the model's own distribution had the most entropy, where sampling matters
-    most: among the steps that read as text when there are any (readable_step)."""
-    readable = [i for i, s in enumerate(trace.steps) if readable_step(s)] or range(len(trace.steps))
-    return max(readable, key=lambda i: trace.steps[i].entropy_model, default=0)
-
 
 def with_lens(models, trace: Trace | None, step) -> Trace | None:
     """`trace` with the lens of the step on show computed from its kept states (~25 ms here); as it
@@ -95,11 +66,12 @@ class Decode:
         return decode_view(with_lens(self.models, trace, step), step, layer, head, lang)
 
     def draw(self, trace: Trace, layer, head, lang: str) -> list:
-        """A trace opens on its last step; the layer and head controls follow its model."""
-        last = max(len(trace.steps) - 1, 0)
+        """A trace opens on the word the model was least sure of (viz/opening.py; Sampling opens on
+        it too); the layer and head controls follow its model."""
+        last, opening = max(len(trace.steps) - 1, 0), least_sure_step(trace)
         heads = head_choices(trace.model.heads, lang)
         layer, head = clamp(layer, trace.model.layers - 1), known_head(head, heads)
-        return [*self.view(trace, last, layer, head, lang), gr.update(maximum=max(last, 1), value=last),
+        return [*self.view(trace, opening, layer, head, lang), gr.update(maximum=max(last, 1), value=opening),
                 gr.update(maximum=max(trace.model.layers - 1, 1), value=layer), gr.update(choices=heads, value=head)]
 
     def wire(self, trace: gr.State, lang: gr.State) -> None:

@@ -21,7 +21,7 @@ from viz.fmt import device_name
 from viz.html.tree import tree_html
 
 from ui.chapters import floor, lab, reasoning
-from ui.chapters.common import CLICK_JS, ENGINE, PRIVATE, intro
+from ui.chapters.common import CLICK_JS, ENGINE, PRIVATE, intro, stop_button, stop_wiring, while_running
 from ui.chapters.decode import Decode, least_sure_step
 from ui.chapters.fork import ForkPanel, token_choices
 from ui.chapters.kv import KvCache
@@ -70,7 +70,7 @@ class Explore:
                                   visible=bool(self.run.endpoints), elem_id="run-on")
         with gr.Row():
             self.run_btn = gr.Button(t("run"), variant="primary", elem_id="run")
-            self.stop_btn = gr.Button(t("stop"), variant="stop", elem_id="stop")
+            self.stop_btn = stop_button(t("stop"), "stop")
         with gr.Accordion(t("settings"), open=False):
             self.settings = self.settings_controls(self.run.models.limits.max_new_tokens)
 
@@ -213,13 +213,14 @@ class Explore:
                 token_choices(tr, index, lang)]
 
     def wire(self) -> None:
-        run = gr.on([self.run_btn.click, self.prompt.submit], on_gpu(self.run.run, for_tokens(1)),
+        run = gr.on([self.run_btn.click, self.prompt.submit], while_running(on_gpu(self.run.run, for_tokens(1))),
                     validator=self.check_run, inputs=[self.prompt, *self.settings, self.model_id, self.source, self.lang],
-                    outputs=[self.trace, self.output, self.status, self.tokens.chips, self.stale], **ENGINE, **PRIVATE)
+                    outputs=[self.trace, self.output, self.status, self.tokens.chips, self.stale, self.stop_btn],
+                    **ENGINE, **PRIVATE)
         drawn = run.then(lambda tr: (tr, ROOT), self.trace, [self.tree, self.branch], **PRIVATE).then(
             self.render_run, self.render_inputs, self.views, **PRIVATE)
         self.speed.profile.wire(drawn, self.trace, self.tree, self.decode.step, self.file.download)
-        self.stop_btn.click(self.run.stop, None, None, queue=False, **PRIVATE, **stop_cancels(run))
+        stop_wiring(self.stop_btn, self.run.stop, [run], **stop_cancels(run))
         self.file.wire(self)
         for chapter in (self.tokens, self.prefill, self.decode, self.sampling):
             chapter.wire(self.trace, self.lang)

@@ -21,7 +21,8 @@ from engine.schema.floor_check import check_floor, read_floor
 from engine.schema.serial import from_plain
 from viz.charts import floor as fv
 from viz.fmt import device_name
-from viz.text.labels import LABELS, label
+from viz.text.labels import LABELS, label, progress
+from viz.text.load_note import floor_load_note
 
 from ui.host.errors import internal, message, say
 from ui.host.gpu import ZERO_GPU, on_gpu, stop_cancels
@@ -29,7 +30,7 @@ from ui.host.lab_mode import lab_mode
 from ui.host.models import torch_side
 from ui.host.runs import KeptFiles, StopFlags, background
 from ui.host import recordings
-from ui.chapters.common import PRIVATE
+from ui.chapters.common import PRIVATE, stop_button, stop_wiring, while_running
 from ui.host.uploads import read_upload
 
 D = FloorSettings()
@@ -41,7 +42,8 @@ def views(floor: Floor | None, lang: str, is_recording: bool) -> list:
     if floor is None:
         return [label("floor_none", lang)] + [None] * 6 + [""]
     badge = label("floor_recorded", lang, date=floor.created[:10], device=device_name(floor.model.device))
-    verdict = (f"*{badge}*\n\n" if is_recording else "") + fv.verdict_md(floor, lang)
+    busy = floor_load_note(floor, lang)          # each way's share of a busy machine, when it was busy
+    verdict = (f"*{badge}*\n\n" if is_recording else "") + fv.verdict_md(floor, lang) + (f"\n\n{busy}" if busy else "")
     return [verdict, fv.lanes_chart(floor, lang), fv.blocks_chart(floor, lang), fv.step_cost_chart(floor, lang),
             fv.modes_chart(floor, lang), fv.modes_frame(floor, lang), fv.requests_frame(floor, lang),
             fv.ties_md(floor, lang)]
@@ -94,7 +96,7 @@ class FloorActions:
 
         def shown(fraction: float, text: str) -> tuple:
             what = label(f"floor_progress_{text}", lang) if f"floor_progress_{text}" in LABELS else text
-            return (label("in_progress", lang, pct=f"{fraction:.0%}", what=what),) + (gr.skip(),) * 9
+            return (progress(fraction, what, lang),) + (gr.skip(),) * 9
         yield shown(0.0, "continuous")
         try:
             with self.flags.running(request) as flag:
@@ -164,12 +166,14 @@ class FloorChapter:
                            "floor_ui_scheduler")
         with gr.Row():
             self.run = gr.Button(label("floor_ui_run", "en"), variant="primary", elem_id="floor-run", visible=live)
-            self.stop = gr.Button(label("lab_stop", "en"), variant="stop", elem_id="floor-stop", visible=live)
+            self.stop = stop_button(label("lab_stop", "en"), "floor-stop", visible=live)
         self.branches = gr.Button(label("floor_ui_branches", "en"), elem_id="floor-branches", visible=live, size="sm")
         self.download = n(gr.File(label=label("floor_ui_download", "en"), interactive=False, elem_id="floor-download",
                                   visible=False), "floor_ui_download")
-        self.upload = n(gr.File(label=label("floor_ui_upload", "en"), file_types=[".json"], type="filepath",
-                                elem_id="floor-upload", height=90), "floor_ui_upload")
+        # no file_types (the browser's type check says an English "Error"; the validator says why,
+        # plainly) and no fixed height (90 px cut its "Click to Upload")
+        self.upload = n(gr.File(label=label("floor_ui_upload", "en"), type="filepath", elem_id="floor-upload"),
+                        "floor_ui_upload")
 
     def results(self) -> None:
         """The verdict, the lanes, the blocks beside what a step costs (why sharing and batching pay),
@@ -194,7 +198,7 @@ class FloorChapter:
     def read(self, path, lang: str):
         """A serving-floor file from disk (`python -m engine floor --out`, or a run's download), read
         like a trace upload: size-capped, checked field against field, refused in the page's language."""
-        return read_upload(path, self.limits, lang, reader=read_floor, unusable="floor_unusable")
+        return read_upload(path, self.limits, lang, reader=read_floor, unusable="floor_unusable", plain=True)
 
     def show_file(self, path, lang):
         shown = self.read(path, lang)
@@ -222,11 +226,12 @@ class FloorChapter:
         return updates
 
     def wire(self, model_id, tree) -> None:
-        outputs, run = [self.verdict, self.floor, *self.drawn, self.download], on_gpu(self.actions.run, duration=600)
+        outputs = [self.verdict, self.floor, *self.drawn, self.download, self.stop]
+        run = while_running(on_gpu(self.actions.run, duration=600))
         lab = {"concurrency_limit": 1, "concurrency_id": "lab", **PRIVATE}
         go = self.run.click(run, [*self.inputs, self.lang, model_id, gr.State(None)], outputs, **lab)
         forks = self.branches.click(run, [*self.inputs, self.lang, model_id, tree], outputs, **lab)
-        self.stop.click(self.actions.stop, None, None, queue=False, **PRIVATE, **stop_cancels(go, forks))
+        stop_wiring(self.stop, self.actions.stop, [go, forks], **stop_cancels(go, forks))
         self.upload.upload(self.show_file, [self.upload, self.lang], [self.verdict, self.floor, *self.drawn],
                            validator=self.check_file, **PRIVATE)
         relabelled = [*self.named, self.run, self.branches, self.stop, self.verdict, *self.drawn]

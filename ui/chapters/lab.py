@@ -25,7 +25,8 @@ from viz.charts import lab_roofline, lab_weights
 from viz.charts import lab_serving as serving
 from viz.text.facts import fill
 from viz.fmt import device_name
-from viz.text.labels import label
+from viz.text.labels import label, progress
+from viz.text.load_note import bandwidth_load_note, load_note
 
 from ui.host.errors import internal, message, say
 from ui.host.gpu import ZERO_GPU, on_gpu, stop_cancels
@@ -33,7 +34,7 @@ from ui.page.i18n import facts
 from ui.host.models import torch_side
 from ui.host import recordings
 from ui.host.runs import KeptFiles, StopFlags, background
-from ui.chapters.common import PRIVATE, chart_or_notice
+from ui.chapters.common import PRIVATE, chart_or_notice, stop_button, stop_wiring, while_running
 from ui.host.lab_mode import lab_mode
 
 
@@ -98,7 +99,12 @@ def note_md(results: dict, name: str, lang: str) -> str:
     except ValueError as exc:
         return str(exc)
     seconds = (results.get("seconds") or {}).get(name)
-    return f"**{text}**" + (f" ({label('lab_took', lang, s=f'{seconds:.0f}')})" if seconds is not None else "")
+    section = results.get(name) or {}
+    # said when the machine was busy: while the experiment ran, or (the roofline) while its bandwidth was measured
+    busy = " ".join(filter(None, (load_note(section.get("load"), lang),
+                                  bandwidth_load_note(section, lang) if name == "roofline" else "")))
+    return (text + (f" ({label('lab_took', lang, s=f'{seconds:.0f}')})" if seconds is not None else "")
+            + (f"\n\n{busy}" if busy else ""))
 
 
 class LabActions:
@@ -117,7 +123,7 @@ class LabActions:
                 raise gr.Error(label(f"lab_mode_{mode}", lang), title=say("error_title", lang))
 
             def shown(fraction: float, text: str) -> tuple:
-                return (gr.skip(), gr.skip(), gr.skip(), label("in_progress", lang, pct=f"{fraction:.0%}", what=text),
+                return (gr.skip(), gr.skip(), gr.skip(), progress(fraction, text, lang),
                         gr.skip())
             yield shown(0.0, label("lab_run", lang))
             try:
@@ -196,18 +202,18 @@ class LabTab:
         live = self.mode == "on"
         self.intro = gr.Markdown(self.intro_md("en"), elem_id="lab-intro")
         with gr.Row():
-            self.stop = gr.Button(label("lab_stop", "en"), variant="stop", elem_id="lab-stop", scale=0, min_width=120,
-                                  visible=live)
+            self.stop = stop_button(label("lab_stop", "en"), "lab-stop", scale=0, min_width=120, visible=live)
             # shown once this visitor has measured something (an empty file box says nothing)
             self.export = gr.File(label=label("lab_export", "en"), interactive=False, elem_id="lab-export",
                                   visible=False)
         self.choices = roofline_choices(models.default)
         self.parts = {name: self.section(name, live) for name in SECTIONS}
         runs = [self.parts[name]["run"].click(
-            self.actions.runner(name), [self.results, lang, self.parts[name]["pick"] or gr.State(None), model_id],
-            [self.results, *(self.parts[name][k] for k in ("plot", "frame", "note")), self.export],
+            while_running(self.actions.runner(name)), [self.results, lang, self.parts[name]["pick"] or gr.State(None),
+                                                       model_id],
+            [self.results, *(self.parts[name][k] for k in ("plot", "frame", "note")), self.export, self.stop],
             concurrency_limit=1, concurrency_id="lab", **PRIVATE) for name in SECTIONS]
-        self.stop.click(self.actions.stop, None, None, queue=False, **PRIVATE, **stop_cancels(*runs))
+        stop_wiring(self.stop, self.actions.stop, runs, **stop_cancels(*runs))
         self.wire()
 
     def intro_md(self, lang: str) -> str:

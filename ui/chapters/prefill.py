@@ -7,6 +7,7 @@ import gradio as gr
 
 from engine.schema.trace import Trace
 from viz.charts import attention
+from viz.opening import telling_head
 from viz.text.labels import label
 
 from ui.chapters.common import PRIVATE, chart_or_notice, clamp, head_choices, head_index, intro, known_head, plot
@@ -51,14 +52,22 @@ class Prefill:
         return [self.facts, self.heatmap, self.head_view, self.layer, self.head, self.query]
 
     def draw(self, trace: Trace, layer, head, query, lang: str, fresh: bool) -> list:
-        """A new trace (`fresh`) opens the head view on its last prompt token (it sees the whole
-        prompt; token 0 sees only itself); a relabel keeps the visitor's choice. The controls follow
-        the model of the trace on show (a file from another model has more or fewer layers)."""
+        """A new trace (`fresh`) opens on the head with the clearest pattern in its measured
+        attention and on the prompt word it shows best (viz/opening.py), saying why; without
+        attention, on the last prompt token. A relabel keeps the visitor's choice. The controls
+        follow the model of the trace on show (a file from another model has more or fewer layers)."""
         last = mapped(trace) - 1
         q = last if fresh else min(clamp(query, last), last)
         heads = head_choices(trace.model.heads, lang)
         layer, head = clamp(layer, trace.model.layers - 1), known_head(head, heads)
-        return [*prefill_view(trace, layer, head, q, lang), gr.update(maximum=max(trace.model.layers - 1, 1), value=layer),
+        opening = telling_head(trace) if fresh else None
+        if opening is not None:
+            layer, head, q = opening.layer, str(opening.head), opening.query
+        facts, *charts = prefill_view(trace, layer, head, q, lang)
+        if opening is not None:
+            facts += "  \n" + label("prefill_opened_on", lang, layer=layer, head=head, heads=opening.heads,
+                                    focus=f"{opening.focus:.0%}")
+        return [facts, *charts, gr.update(maximum=max(trace.model.layers - 1, 1), value=layer),
                 gr.update(choices=heads, value=head), gr.update(maximum=max(last, 1), value=q)]
 
     def wire(self, trace: gr.State, lang: gr.State) -> None:

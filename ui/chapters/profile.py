@@ -18,6 +18,7 @@ from engine.schema.trace import Trace
 from viz.charts import profile as charts
 from viz.fmt import device_name
 from viz.charts.notice import notice_chart
+from viz.text.profile_gaps import gaps_md
 
 from ui.chapters.common import ENGINE, PRIVATE
 from ui.host.errors import refused
@@ -41,11 +42,12 @@ def measure_profile(engine, trace: Trace, step: int | None) -> dict:
 def note_md(profile: dict, lang: str, recording: bool) -> str:
     """What the charts show: which run, which step, where and when, and how it was measured."""
     key = "profile_note_recorded" if recording else "profile_note"
+    gaps = gaps_md(profile, lang)        # why the timed pass, the pass alone and the cards differ
     return text(key, lang).format(
         prompt=escape(profile["prompt"][:80]), k=profile["decode_step"], n=profile["steps"],
         device=escape(device_name(profile["device"])), threads=profile["threads"],
         date=escape(profile.get("measured", profile["created"])[:10]),
-        path=text(f"profile_path_{profile['run_decode_path']}", lang))
+        path=text(f"profile_path_{profile['run_decode_path']}", lang)) + (f"\n\n{gaps}" if gaps else "")
 
 
 class ProfilePanel:

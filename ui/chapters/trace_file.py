@@ -20,13 +20,15 @@ class TraceFile:
     def __init__(self, models):
         self.models = models
         self.download = gr.File(label=t("download"), interactive=False, elem_id="download")
-        self.upload = gr.File(label=t("upload"), file_types=[".json"], type="filepath", elem_id="upload")
+        # no file_types: the browser's own type check refuses a .txt with an English toast and a red
+        # "Error" on the box; every file goes to the validator instead, refused in one plain sentence
+        self.upload = gr.File(label=t("upload"), type="filepath", elem_id="upload")
 
     def check(self, path, lang) -> dict:
         """The upload's validator: a file that is not a usable trace is refused on the upload box
         itself, in the page's language, before anything changes (ui/host/uploads.py says why)."""
         try:
-            read_upload(path, self.models.limits, lang)
+            read_upload(path, self.models.limits, lang, plain=True)
         except gr.Error as exc:
             return {self.upload: gr.validate(False, exc.message)}
         return {self.upload: gr.validate(True, "")}
@@ -37,7 +39,7 @@ class TraceFile:
         models = self.models
 
         def load(path, lang) -> dict:
-            trace = read_upload(path, models.limits, lang)
+            trace = read_upload(path, models.limits, lang, plain=True)
             banner = text("viewing_file", lang).format(
                 name=escape(Path(path).name), model=escape(trace.model.id), date=escape(trace.created[:10]),
                 device=escape(device_name(trace.model.device)))

@@ -41,14 +41,15 @@ def part_of(where: str, lang: str) -> str:
 HEADER = ("schema", "created", "run_id", "format", "version")      # a file's own name and date
 
 
-def message(exc: BaseException, lang: str) -> str:
+def message(exc: BaseException, lang: str, plain: bool = False) -> str:
     """What the visitor reads for `exc`: its catalogue sentence in `lang` when it has a key, else
     its own (English) message. The catalogue's sentences name no field and quote no value's repr
     (a file's refusal says which part of it is wrong); the English message, with the field's path,
     is what the API's English callers read, and what the log keeps when the visitor reads another
-    language."""
+    language. `plain`: the catalogue's sentence in English too (the page's own boxes: a visitor reads
+    one plain sentence there, never a field path or a parser's words)."""
     key = getattr(exc, "key", None)
-    if lang == "en" or not key or f"err_{key}" not in ERRORS:
+    if (lang == "en" and not plain) or not key or f"err_{key}" not in ERRORS:
         return str(exc)
     values = dict(exc.values)
     if "where" in values:

@@ -210,7 +210,23 @@ def output_html(trace: Trace, selected: int | None = None, lang: str = "en") -> 
             f'{esc(label("prob_legend", lang))}')
     if trace.summary is not None:
         foot += " · " + esc(stop_text(trace.summary.stop_reason, lang))
-    return f'<div class="tbt tbt-output">{body}<div class="tbt-legend">{foot}</div></div>'
+    return f'<div class="tbt tbt-output">{body}<div class="tbt-legend">{foot}</div>{plain_text_html(trace, lang)}</div>'
+
+
+def plain_text_html(trace: Trace, lang: str = "en") -> str:
+    """The finished answer as plain text, to read or copy without the chips' ␣ marks: each step's
+    characters in order (a character cut off mid-way, still byte pieces, left out); "" while running."""
+    if trace.summary is None or not trace.steps:
+        return ""
+    parts: dict[str, list[str]] = {}
+    for s in trace.steps:
+        if s.text and not HEX_FRAGMENT.fullmatch(s.text):
+            parts.setdefault("thinking" if s.phase == "thinking" else "answer", []).append(s.text)
+    labelled = len(parts) > 1
+    text = "\n\n".join((f"[{label(kind, lang)}]\n" if labelled else "") + "".join(chunks).strip("\n")
+                         for kind, chunks in parts.items())
+    return (f'<details class="tbt-plain-text"><summary>{esc(label("answer_plain_text", lang))}</summary>'
+            f'<div class="tbt-plain" style="white-space:pre-wrap">{esc(text)}</div></details>')
 
 
 def stop_words(reason: str, lang: str) -> str:
