@@ -67,7 +67,8 @@ def test_kv_bytes_follow_the_formula_of_each_layer_type(arch, tiny_engine, plain
 def continuation(path, ids: list[int], steps: int) -> list[int]:
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
     with torch.inference_mode():
-        out = model.generate(torch.tensor([ids]), max_new_tokens=steps, min_new_tokens=steps, do_sample=False)
+        out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                             max_new_tokens=steps, min_new_tokens=steps, do_sample=False)
     return out[0, len(ids):].tolist()
 
 

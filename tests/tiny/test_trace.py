@@ -18,7 +18,8 @@ def reference_tokens(path, ids: list[int], steps: int) -> list[int]:
     """Greedy tokens of a model loaded plainly from the folder (its own default attention), by generate."""
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
     with torch.inference_mode():
-        out = model.generate(torch.tensor([ids]), max_new_tokens=steps, do_sample=False, min_new_tokens=steps)
+        out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                             max_new_tokens=steps, do_sample=False, min_new_tokens=steps)
     return out[0, len(ids):].tolist()
 
 

@@ -24,7 +24,15 @@ def model_line(i: ModelInfo, lang: str) -> str:
     quant = f" · {i.quantization}" if i.quantization else ""
     return text("model_line", lang).format(
         id=i.id, arch=i.architecture, params=f"{i.parameters / 1e6:.0f}", layers=i.layers, heads=i.heads,
-        kv=i.kv_heads, quant=quant, dtype=i.dtype, device=i.device, attn=i.attn_implementation)
+        kv=i.kv_heads, quant=quant, dtype=i.dtype, device=i.device, attn=attention_used(i, lang))
+
+
+def attention_used(i: ModelInfo, lang: str) -> str:
+    """The attention implementation the model runs, and the one asked for when the model refused it
+    (Gemma 2 refuses SDPA: the loader fell back to eager)."""
+    if not i.attn_requested or i.attn_requested == i.attn_implementation:
+        return i.attn_implementation
+    return text("attn_fallback", lang).format(used=i.attn_implementation, asked=i.attn_requested)
 
 
 def model_plain(i: ModelInfo, lang: str, served: Endpoint | None = None) -> str:

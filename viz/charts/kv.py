@@ -32,13 +32,14 @@ def kv_growth_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
     measured, formula = label("measured", lang), label("formula", lang)
     points = steps.assign(source=measured, value=steps["kv_bytes"] / divisor,
                           size=steps["kv_bytes"].map(fmt_bytes))
-    ends = [0, int(steps["kv_tokens"].max())]
-    line = pd.DataFrame({"kv_tokens": ends, "value": [t * per_token / divisor for t in ends],
-                         "source": formula})
     m = trace.model
+    last = int(steps["kv_tokens"].max())
+    ends = sorted({0, last} | ({m.kv_window_held} if m.kv_window_held and m.kv_window_held < last else set()))
+    line = pd.DataFrame({"kv_tokens": ends, "value": [m.kv_bytes(t) / divisor for t in ends],
+                         "source": formula})
     title = alt.Title(label("kv_title_served" if trace.served else "kv_title", lang), subtitle=[label(
         "kv_sub", lang, layers=m.layers, kv_heads=m.kv_heads, head_dim=m.head_dim,
-        bpv=m.bytes_per_value, per_token=fmt_bytes(per_token))] + (
+        bpv=m.bytes_per_value, per_token=fmt_bytes(per_token))] + sliding_note(m, lang) + (
         [label("kv_sub_served", lang, dtype=m.dtype)] if trace.served else []))
     x = alt.X("kv_tokens:Q", title=label("kv_tokens_axis", lang))
     y = alt.Y("value:Q", title=label("kv_bytes_axis", lang, unit=unit))
@@ -54,6 +55,18 @@ def kv_growth_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
                  alt.Tooltip("size:N", title=measured)])
     layers = [formula_line] if trace.served else [formula_line, measured_points]    # a server's cache is not read
     return alt.layer(*layers, title=title).properties(width=560, height=300)
+
+
+def sliding_note(m, lang: str) -> list[str]:
+    """Which layers hold a sliding window (the formula's line bends where they stop growing), which
+    hold every position; nothing for a model without sliding layers."""
+    if not m.sliding_layers:
+        return []
+    full = [i for i in range(m.layers) if i not in m.sliding_layers]
+    if not full:
+        return [label("kv_sub_sliding_all", lang, window=m.sliding_window, held=m.kv_window_held)]
+    return [label("kv_sub_sliding", lang, sliding=", ".join(map(str, m.sliding_layers)), window=m.sliding_window,
+                  held=m.kv_window_held, full=", ".join(map(str, full)))]
 
 
 def _model_name(row: dict, lang: str) -> str:
