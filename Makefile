@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 LLAMA  := $(VENV)/.llama-stamp
 PORT   ?= 7860
 
-.PHONY: run test quick bench lab load fairness traces chromium clean
+.PHONY: run test quick bench lab load soak fairness traces chromium clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,11 @@ lab: $(STAMP)
 # 8 clients x 5 runs of 32 tokens against a local server started for the purpose (~3 min here).
 load: $(STAMP)
 	$(PY) -m tests.load --clients 8 --runs 5 --tokens 32
+
+# Does memory stay bounded? 1,000 runs (/trace, /compare, /fork, uploads, Chromium page sessions) against
+# the app as shipped, its RSS after every round (scripts/soak.py; ~30-40 min here).
+soak: $(STAMP) chromium
+	$(PY) scripts/soak.py --runs 1000 --clients 4 --tokens 8
 
 # Does the house's own work slow a visitor? The app as shipped, probed from outside (~12 min here).
 fairness: $(STAMP) $(LLAMA) chromium

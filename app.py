@@ -39,6 +39,7 @@ from ui.chapters.explore import Explore
 from ui.chapters.run import Run
 from ui.host.models import Models, allowed_from_env
 from ui.host.recordings import page_css
+from ui.host.sessions import SessionReaper
 from ui.page.fonts import font_css, theme
 from ui.page.header import PRESENTER_JS, Header, caps_md, loading_md
 from ui.page.i18n import I18N, LANG_SYNC_JS, lang_of, t
@@ -66,6 +67,8 @@ def build(models: Models, endpoints: list | None = None) -> gr.Blocks:
         shared.wire()
         first_update(sync, head, explore, (wt, live, wt_outputs), shared, top, lang, present)
         api.declare(models)          # /trace, /compare, /fork, /profile, /export, /serve, /read_trace, /status
+        # a session's state (its trace, its charts, Gradio's copy of the page) goes when its visitor has left
+        SessionReaper(environment.session_grace_s()).attach(demo)
     return demo
 
 

@@ -68,9 +68,21 @@ def compile_enabled() -> bool:
     return switch("TBT_COMPILE")
 
 
+def compile_pays() -> float:
+    """TBT_COMPILE_PAYS: the speed-up over eager a compiled step's package must show to be kept (1.15)."""
+    return number("TBT_COMPILE_PAYS", 1.15)
+
+
 def lab_mode() -> str:
     """TBT_LAB: "on", "recorded", "off", or "" (unset: the app decides per model)."""
     return text("TBT_LAB").lower()
+
+
+def trusted_proxies() -> int:
+    """TBT_TRUSTED_PROXIES: how many proxies in front of the app append to X-Forwarded-For (the
+    address the N-th from the right reports is the client's). Unset: 1 on a Hugging Face Space
+    (SPACE_ID set: its proxy appends the address it saw), else 0 (no header is trusted)."""
+    return max(0, integer("TBT_TRUSTED_PROXIES", 1 if text("SPACE_ID") else 0))
 
 
 def concurrency() -> int:
@@ -96,6 +108,16 @@ def endpoints() -> str:
 def slo_ms() -> tuple[float, float]:
     """TBT_SLO_TTFT_MS / TBT_SLO_TPOT_MS: the load sweep's service-level objective."""
     return number("TBT_SLO_TTFT_MS", 1000.0), number("TBT_SLO_TPOT_MS", 100.0)
+
+
+def session_grace_s() -> int:
+    """TBT_SESSION_GRACE_S: seconds a page session is kept after its visitor left (ui/host/sessions.py)."""
+    return max(0, integer("TBT_SESSION_GRACE_S", 120))
+
+
+def malloc_trim() -> bool:
+    """TBT_MALLOC_TRIM=0: no malloc_trim after the last run ends (engine/host/memory.py)."""
+    return switch("TBT_MALLOC_TRIM")
 
 
 def share_dir() -> Path:

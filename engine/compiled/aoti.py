@@ -21,29 +21,29 @@ code and not inside the .so (RSS +0.72-0.79 GB when loaded instead of +1.36).
 A package is kept under TBT_COMPILE_CACHE/aoti, named by a key of everything it depends on:
 model and a fingerprint of its weights, dtype, device (the CPU's flags, the GPU's name), torch and
 transformers versions, the static cache length and this file's and attention.py's source. Its
-JSON sidecar says what the build measured: eager and compiled step time, and whether the
-compiled step's greedy tokens equal eager's. A package slower than eager or with other tokens is
-kept (so nobody builds it again) but not used.
+JSON sidecar says what the build measured: eager and compiled step time (ROUNDS interleaved rounds,
+the median of each), their ratio, and whether the compiled step's greedy tokens equal eager's.
+
+The package is kept only where it pays (engine/compiled/verdict.py: >= 1.15x with the same
+tokens); otherwise only its sidecar stays, saying why, and the host decodes eagerly.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import statistics
 import time
 from pathlib import Path
 
 import torch
 import transformers
-from transformers import DynamicCache, StaticCache
+from transformers import StaticCache
 
 from engine import environment
 from engine.model import attention
-from engine.model.clock import now_ms
+from engine.compiled.check import CHECK_STEPS, ROUNDS, cache_tensors, compare, static_cache  # noqa: F401
+from engine.compiled.verdict import PAYS, model_tag, pays, read_meta, settle, verdict  # noqa: F401 (fast.py reads them here)
 
-CHECK_STEPS = 16            # greedy steps compared against eager, and timed
 INDUCTOR_CPU = {
     "freezing": True, "max_autotune": True, "max_autotune_gemm_backends": "CPP,ATEN",
     # the weights (prepacked by freezing) in a blob beside the .so: loaded once, not twice
@@ -117,30 +117,6 @@ def _fill(layer, keys, values, length) -> None:
     layer.is_initialized = True
 
 
-def cache_tensors(cache: StaticCache) -> list[torch.Tensor]:
-    """What the step takes after ids and pos: every layer's keys, then values, then filled length."""
-    layers = cache.layers
-    return [l.keys for l in layers] + [l.values for l in layers] + [l.cumulative_length for l in layers]
-
-
-def static_cache(config, bucket: int, cache: DynamicCache | None = None, model=None, device=None) -> StaticCache:
-    """A static cache of `bucket` tokens holding what `cache` holds, or (no cache) what `model`'s
-    pass over two zero tokens puts there: an export's example."""
-    static = StaticCache(config=config, max_cache_len=bucket)
-    if cache is not None:
-        for i, layer in enumerate(cache.layers):
-            static.update(layer.keys, layer.values, i)
-    else:
-        with torch.no_grad():
-            model(input_ids=torch.zeros((1, 2), dtype=torch.long, device=device), cache=static,
-                  cache_position=torch.arange(2, device=device), use_cache=True, logits_to_keep=1)
-    for layer in static.layers:               # static-address marks are for CUDA graphs, not export
-        for t in (layer.keys, layer.values, layer.cumulative_length):
-            if hasattr(t, "_dynamo_static_input_type"):
-                del t._dynamo_static_input_type
-    return static
-
-
 def prime(model, device) -> None:
     """transformers' output recording sets itself up under a lock on its first call with
     output_hidden_states, which a trace cannot enter: do it once eagerly."""
@@ -175,66 +151,25 @@ def build(fast_model, eager_model, device: torch.device, bucket: int, path: Path
         runner = torch._inductor.aoti_load_package(str(partial))
         check = compare(runner, fast_model.config, eager_model, device, bucket)
     os.replace(partial, path)
-    meta = {"package": path.name, "bucket": bucket, "device": _machine(device)[:80], "torch": torch.__version__,
-            "export_s": round(export_s, 1), "compile_s": round(compile_s, 1),
-            "bytes": path.stat().st_size, **check,
-            "use": check["same_tokens"] and check["compiled_ms"] < check["eager_ms"]}
-    path.with_suffix(".json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
-    return meta
-
-
-def compare(runner, config, eager_model, device, bucket: int) -> dict:
-    """CHECK_STEPS greedy steps from one prompt (a few fixed token ids: only equality matters),
-    eager (DynamicCache) and compiled, in turns so a busy moment of the machine hits both alike:
-    same tokens? And the median step time of each (on the job's clock: a back-room build's pauses
-    are left out)."""
-    prompt = torch.tensor([[1, 504, 3575, 282, 4649, 314]], device=device)[:, : max(2, min(6, bucket // 2))]
-    prompt = prompt.clamp(max=config.vocab_size - 1)
-    with torch.no_grad():
-        dynamic = DynamicCache(config=config)
-        out = eager_model(input_ids=prompt, cache=dynamic, use_cache=True, logits_to_keep=1)
-        static = static_cache(config, bucket, dynamic)
-        first = int(out.logits[0, -1].argmax())
-        eager_tokens, eager_ms, tokens, compiled_ms = [first], [], [first], []
-        position = prompt.shape[1]
-        for i in range(CHECK_STEPS):
-            start = now_ms(device)
-            out = eager_model(input_ids=torch.tensor([[eager_tokens[-1]]], device=device), cache=dynamic,
-                              use_cache=True, logits_to_keep=1)
-            eager_tokens.append(int(out.logits[0, -1].argmax()))
-            eager_ms.append(now_ms(device) - start)
-            start = now_ms(device)
-            logits = runner(torch.tensor([[tokens[-1]]], device=device), torch.tensor([position], device=device),
-                            *cache_tensors(static))[0]
-            tokens.append(int(logits[0].argmax()))
-            compiled_ms.append(now_ms(device) - start)
-            position += 1
-    # the first steps warm caches and allocators: the medians are over the second half
-    return {"same_tokens": tokens == eager_tokens, "check_steps": CHECK_STEPS,
-            "eager_ms": round(statistics.median(eager_ms[CHECK_STEPS // 2:]), 2),
-            "compiled_ms": round(statistics.median(compiled_ms[CHECK_STEPS // 2:]), 2)}
+    meta = {"package": path.name, "model": model_tag(fast_model), "bucket": bucket, "device": _machine(device)[:80],
+            "torch": torch.__version__, "export_s": round(export_s, 1), "compile_s": round(compile_s, 1),
+            "bytes": path.stat().st_size, **check}
+    return settle(path, meta)
 
 
 def ready_meta(fast_model, eager_model, device: torch.device, bucket: int, path: Path, progress=None) -> dict:
-    """The sidecar of the package at `path`, built if it is not there. A package once measured
-    slower than eager (a build on a busy machine) is measured again rather than given up for good;
-    one whose tokens differed stays refused."""
-    meta = read_meta(path) if path.exists() else None
-    if meta is None:
+    """The sidecar of the package at `path`, built if neither is there. A verdict once given on a
+    quiet machine stays: a package that paid is used; one that did not was deleted, and its sidecar
+    alone says why (no build at every restart). One given on a busy machine is timed again; one
+    given under another TBT_COMPILE_PAYS is given again."""
+    meta = read_meta(path)
+    if meta is not None and ("why" not in meta or meta.get("pays_at") != pays()):   # an older rule's verdict
+        meta = settle(path, meta)
+    if meta is not None and not meta.get("final", True) and path.exists():       # timed on a busy machine
+        meta = settle(path, {**meta, **compare(load(path), fast_model.config, eager_model, device, bucket)})
+    if meta is None or (meta.get("use") and not path.exists()):
         return build(fast_model, eager_model, device, bucket, path, progress)
-    if meta.get("use") or not meta.get("same_tokens"):
-        return meta
-    check = compare(load(path), fast_model.config, eager_model, device, bucket)
-    meta = {**meta, **check, "use": check["same_tokens"] and check["compiled_ms"] < check["eager_ms"]}
-    path.with_suffix(".json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     return meta
-
-
-def read_meta(path: Path) -> dict | None:
-    try:
-        return json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def load(path: Path):

@@ -143,8 +143,10 @@ class FastPath:
     def _background(self, bucket: int) -> None:
         try:
             path = self.package(bucket)
-            meta = aoti.read_meta(path) if path.exists() else None
-            if meta is None or (not meta.get("use") and meta.get("same_tokens")):   # build, or time it again
+            meta = aoti.read_meta(path)
+            if meta is None or "why" not in meta or meta.get("pays_at") != aoti.pays() or \
+                    (meta.get("use") and not path.exists()) or \
+                    (not meta.get("final", True) and path.exists()):     # build it, or time it again
                 self._state[bucket] = "building"
                 meta = backroom.call("compile", f"the decode step, {bucket}-token static cache", "engine.compiled.fast:build_job",
                                      {"bucket": bucket}, model=self.model_id)
@@ -157,11 +159,10 @@ class FastPath:
             self._failed(bucket, exc)
 
     def _use(self, bucket: int, path, meta: dict) -> None:
-        self.built[bucket] = {k: meta[k] for k in ("compile_s", "eager_ms", "compiled_ms", "same_tokens") if k in meta}
-        if not meta.get("use"):
-            why = "its tokens differ from eager's" if not meta.get("same_tokens") else \
-                f"its step ({meta.get('compiled_ms')} ms) is not faster than eager's ({meta.get('eager_ms')} ms)"
-            self._state[bucket] = f"not used: {why}"
+        self.built[bucket] = {k: meta[k] for k in ("compile_s", "eager_ms", "compiled_ms", "ratio", "pays_at",
+                                                   "same_tokens", "why", "final") if k in meta}
+        if not meta.get("use"):          # the package was deleted (engine/compiled/verdict.py): eager
+            self._state[bucket] = f"not used: {meta.get('why') or aoti.verdict(meta)[1]}"
             return
         start = time.perf_counter()
         step = aoti.load(path)

@@ -9,6 +9,10 @@ from __future__ import annotations
 import queue
 import threading
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+
+# A compiled step takes tens of milliseconds; a worker waits this long for the main thread at most.
+STEP_WAIT_S = 60.0
 
 
 class MainThread:
@@ -33,14 +37,20 @@ class MainThread:
         """Can the calling thread run compiled steps (it is the main thread, or the main thread serves)?"""
         return self.serving or threading.current_thread() is threading.main_thread()
 
-    def run(self, fn, *args):
+    def run(self, fn, *args, timeout_s: float = STEP_WAIT_S):
+        """`fn(*args)` on the main thread; TimeoutError if it has not answered in `timeout_s` (a job
+        not started by then is dropped: its run goes on without it)."""
         if threading.current_thread() is threading.main_thread():
             return fn(*args)
         if not self.serving:
             raise RuntimeError("compiled steps run on the main thread, which is not serving them")
         done: Future = Future()
         self.jobs.put((fn, args, done))
-        return done.result()
+        try:
+            return done.result(timeout=timeout_s)
+        except FutureTimeout:
+            done.cancel()                 # not started yet: the main thread skips it
+            raise TimeoutError(f"the main thread did not run a compiled step within {timeout_s:.0f} s") from None
 
     def serve(self, stop: threading.Event | None = None) -> None:
         """Run jobs until `stop` is set (or Ctrl-C); the app's main thread, after launch."""

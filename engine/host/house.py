@@ -31,6 +31,8 @@ import threading
 import time
 from contextlib import contextmanager
 
+from engine.host import memory
+
 
 class Ledger:
     """How long the house's jobs have stood still, in a 24-byte file that child processes map:
@@ -167,6 +169,7 @@ class House:
                 if self._ledger is not None:
                     self._ledger.pause_ends()
                 self._lock.notify_all()
+                memory.after_runs()         # the runs' freed memory back to the system
 
     @contextmanager
     def visitor_run(self):

@@ -7,13 +7,28 @@ from collections import OrderedDict
 
 from transformers import DynamicCache
 
-from engine.run.kv_cache import cache_bytes
+
+def held_bytes(cache: DynamicCache | None) -> int:
+    """Bytes of memory a kept cache pins: the whole storage under every layer's keys and values,
+    each storage once. Not the cache's figure (engine/run/kv_cache.py counts the positions written):
+    a view (a cropped layer, a static cache's filled part) pins all of the storage it was cut from,
+    and what a cap bounds is the memory, not the view."""
+    if cache is None:
+        return 0
+    storages: dict[int, int] = {}
+    for layer in cache.layers:
+        for name in ("keys", "values"):
+            t = getattr(layer, name, None)
+            if t is not None and t.numel():
+                s = t.untyped_storage()
+                storages[s.data_ptr()] = s.nbytes()
+    return sum(storages.values())
 
 
 class Prefixes:
     """KV caches of finished runs and branches, keyed by (trace key, branch id), least recently
-    used dropped first once they hold more than `max_bytes`. Entries are never mutated: a fork
-    copies before it crops."""
+    used dropped first once they hold more than `max_bytes` (their storage, `held_bytes`). Entries
+    are never mutated: a fork copies before it crops."""
 
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
@@ -21,13 +36,13 @@ class Prefixes:
         self._lock = threading.Lock()
 
     def keep(self, key: tuple[str, str], cache: DynamicCache) -> None:
-        size = cache_bytes(cache)
+        size = held_bytes(cache)
         with self._lock:
             self._items.pop(key, None)
             if size > self.max_bytes:
                 return
             self._items[key] = (cache, size)
-            while sum(n for _, n in self._items.values()) > self.max_bytes:
+            while self._held() > self.max_bytes:
                 self._items.popitem(last=False)
 
     def get(self, key: tuple[str, str]) -> DynamicCache | None:
@@ -37,3 +52,14 @@ class Prefixes:
                 return None
             self._items.move_to_end(key)
             return item[0]
+
+    def held(self) -> int:
+        """Bytes the kept caches pin now (what the cap bounds)."""
+        with self._lock:
+            return self._held()
+
+    def _held(self) -> int:
+        return sum(n for _, n in self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)

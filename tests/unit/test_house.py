@@ -73,8 +73,9 @@ def test_a_back_room_job_pauses_for_visitors_and_its_clock_leaves_the_pause_out(
     assert result["nice"] == 19 and result["sched_idle"] and result["io_idle"] and result["pgid"] == result["pid"]
     stood = result["backroom"]
     assert stood["pauses"] >= 1 and stood["visitor_runs_between"] >= 1 and stood["paused_s"] >= 1.4, stood
-    # its own clock ran ~2 s of work; the wall clock also saw the pause
-    assert result["work_s"] == pytest.approx(2.0, abs=0.3)
+    # its own clock ran its 2 s of work (more when a starved idle-class loop overshoots on a busy
+    # host); the wall clock also saw the pause, which the job's clock left out
+    assert result["work_s"] >= 2.0, result
     assert result["wall_s"] - result["work_s"] >= 1.0, result
     assert not HOUSE.jobs
 

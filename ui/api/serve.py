@@ -25,6 +25,7 @@ from ui.api.args import as_file, lang_of_caller, number_arg, text_arg
 from ui.host.errors import refuse, refused
 from ui.chapters.floor import job
 from ui.host.gpu import on_gpu
+from ui.host.lab_mode import allow
 from ui.host.models import Models
 from ui.host.runs import KeptFiles, background
 
@@ -53,6 +54,7 @@ class ServeEndpoint:
             raise refuse("floor_choice", lang, name="scheduler", choices=", ".join(SCHEDULERS))
         s = FloorSettings(arrival="poisson" if per_s > 0 else "burst", rate=per_s if per_s > 0 else D.rate,
                           scheduler=scheduler, **whole)
+        allow(self.models, text_arg("model", model, lang), lang)      # the host's TBT_LAB, as on the page
         try:
             engine = self.models.get(text_arg("model", model, lang) or None, lang)
             check(s, engine.limits, engine.info.kv_bytes(1))

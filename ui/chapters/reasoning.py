@@ -22,6 +22,7 @@ from viz.text.labels import label
 from viz.charts.notice import notice_chart
 
 from ui.host.errors import refuse, refused
+from ui.host.lab_mode import allow
 from ui.host.gpu import ZERO_GPU, for_tokens, on_gpu, stop_cancels
 from ui.page.i18n import LANGS, t, text
 from ui.host import recordings
@@ -111,6 +112,7 @@ class ReasoningTab:
         evaluation between questions (ui/runs.background)."""
         if not budgets:
             raise refuse("no_budget", lang)
+        allow(self.models, model_id, lang)      # the host's TBT_LAB: a crafted call too
         engine = self.models.get(model_id, lang)
 
         def shown(fraction: float, what: str) -> tuple:

@@ -83,6 +83,16 @@ def status_md(trace: Trace, lang: str) -> str:
     return " · ".join(parts)
 
 
+def compiled_md(engine, lang: str) -> str | None:
+    """Why runs decode eagerly when the engine's compiled step was built and does not pay on this
+    machine (engine/compiled/verdict.py); None otherwise."""
+    fast = getattr(engine, "fast", None)
+    built = next(iter(fast.built.values()), {}) if fast is not None else {}
+    if not built.get("why") or not built.get("same_tokens") or built.get("ratio") is None:
+        return None
+    return label("decode_eager_not_paying", lang, ratio=f"{built['ratio']:.2f}", pays=f"{built['pays_at']:g}")
+
+
 def waiting_md(engine: Engine, lang: str) -> str | None:
     """Why a run is about to wait: the lab holds the engine while it times (engine.held_for names
     the experiment), and the run's first forward pass waits for it. None when nothing holds it."""
@@ -174,6 +184,8 @@ class Run:
             status = status_md(trace, lang)
             if starting and engine is not None:    # the next step is the first forward pass: say if it waits
                 status = waiting_md(engine, lang) or status
+            if event.kind == "done" and trace.observation and trace.observation.decode == "eager":
+                status = "  \n".join(filter(None, (status, compiled_md(engine, lang))))
             beside = house_md(lang)              # heavy work standing still for this run
             if beside:
                 status = f"{status}  \n{beside}"

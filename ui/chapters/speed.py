@@ -21,6 +21,7 @@ from ui.chapters.common import ENGINE, PRIVATE, chart_or_notice, intro, plot
 from ui.chapters.profile import ProfilePanel
 from ui.host.errors import refused, say
 from ui.host.gpu import on_gpu
+from ui.host.lab_mode import allow_served
 from ui.host.models import torch_side
 from ui.page.i18n import t
 
@@ -71,6 +72,7 @@ class Speed:
         one wave per level and time budget; one sweep at a time on the page). Each request sends
         what a run of the same prompt sends: the chat template applied as `stream_served` applies
         it (client.sent_text), so a prompt that runs also sweeps."""
+        allow_served(lang)                 # the host's TBT_LAB: a crafted call too
         endpoint = self.run.endpoint(source, lang)
         if endpoint is None:
             raise gr.Error(label("load_pick_served", lang), title=say("error_title", lang))

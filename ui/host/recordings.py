@@ -8,11 +8,14 @@ anything, so no box is ever empty:
 - lab/recorded.json, eval/smollm2-cpu.json, floor/recorded.json, profile/<lang>-next.json:
   the lab, the evaluation, the serving floor and the Speed chapter's profile.
 Each is read once per process (a missing or unreadable file reads as None where the page can do
-without it). examples.json holds the prompt box's examples and page.css the page's own styles.
+without it). The traces are handed out as copies (`handed_out`): each visitor's state gets its own,
+which their views may write to (a step's logit lens, filled in where it is shown), while the cached
+reading stays as the file says for every visitor after them. examples.json holds the prompt box's examples and page.css the page's own styles.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -36,11 +39,30 @@ def _json(*parts: str):
         return None
 
 
-@lru_cache(maxsize=4)
 def recorded(lang: str) -> dict[str, Trace]:
     """The walkthrough's recordings in `lang`: "next" (the next-token example, raw text, for
-    chapters 1-5 and 8) and "normal" / "reasoning" (one built-in question, for chapter 7)."""
+    chapters 1-5 and 8) and "normal" / "reasoning" (one built-in question, for chapter 7). A new
+    dict of copies each call: what a visitor's views do to theirs never reaches the next visitor."""
+    return {kind: handed_out(trace) for kind, trace in _read(lang).items()}
+
+
+@lru_cache(maxsize=4)
+def _read(lang: str) -> dict[str, Trace]:
     return {kind: Trace.from_json(recording_file(lang, kind).read_text(encoding="utf-8")) for kind in KINDS}
+
+
+def handed_out(trace: Trace) -> Trace:
+    """A copy of a cached trace that a visitor's state may hold and its views write to: the trace,
+    its parts and every step are its own objects, every list the page appends to its own list.
+    What nothing writes to is shared, not copied: the packed attention, the candidates (a deep copy
+    of the three recordings took ~1 s here; this takes well under a millisecond a trace)."""
+    own = {name: dataclasses.replace(part) for name in ("model", "settings", "prompt", "prefill", "summary",
+                                                       "observation", "reasoning")
+           if dataclasses.is_dataclass(part := getattr(trace, name))}
+    attention = trace.attention and dataclasses.replace(trace.attention, prefill=list(trace.attention.prefill),
+                                                         steps=list(trace.attention.steps))
+    return dataclasses.replace(trace, **own, attention=attention, steps=[dataclasses.replace(s) for s in trace.steps],
+                               branches=[dataclasses.replace(b, steps=list(b.steps)) for b in trace.branches])
 
 
 def recording_file(lang: str, kind: str = "next") -> Path:
@@ -51,7 +73,7 @@ def recording_file(lang: str, kind: str = "next") -> Path:
 def is_recording(trace) -> bool:
     """Whether a trace is one of the walkthrough's next-token recordings (what the chapters show before a run)."""
     return any(trace.created == r.created and trace.prompt.raw == r.prompt.raw
-               for lang in LANGS for r in (recorded(lang)["next"],))
+               for lang in LANGS for r in (_read(lang)["next"],))
 
 
 def prompt_of(lang: str, kind: str = "next") -> str:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import json
+import logging
+import shutil
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +16,8 @@ from pathlib import Path
 
 from engine import environment
 from engine.schema.trace import Trace
+
+log = logging.getLogger(__name__)
 
 # Runs that may be in flight on the one shared engine; their steps interleave under its lock.
 ENGINE_CONCURRENCY = environment.concurrency()
@@ -70,23 +76,41 @@ class StopFlags:
 class ClientSlots:
     """At most one API run per client at a time, so that one script cannot take every run slot.
 
-    A client is its session (each gradio_client `Client` has one) and, behind a proxy that forwards
-    it (a Hugging Face Space), also its address: a script that opens many sessions from one
-    address still gets one slot. A second call while the first runs is refused at once with a
+    A client is its session (each gradio_client `Client` has one) and its address: a script that
+    opens many sessions from one address still gets one slot. The address is one nobody in front of
+    the app can write: behind `hops` trusted proxies (TBT_TRUSTED_PROXIES; 1 on a Hugging Face
+    Space, whose proxy appends the address it saw to X-Forwarded-For), the address the `hops`-th
+    entry from the right of X-Forwarded-For reports; everything left of it is whatever the caller
+    sent, and is never read. With no proxy declared the header is not read at all and the address is
+    the connection's own, unless that is this machine (the host's own scripts and tests: their
+    sessions are their slots). A second call while the first runs is refused at once with a
     message, so it does not sit in the queue in front of other visitors either."""
 
-    def __init__(self):
+    LOCAL = ("127.0.0.1", "::1", "localhost")
+
+    def __init__(self, hops: int | None = None):
         self._busy: set[str] = set()
         self._lock = threading.Lock()
+        self.hops = environment.trusted_proxies() if hops is None else max(0, hops)
 
-    @staticmethod
-    def keys(request) -> list[str]:
+    def address(self, request) -> str | None:
+        """The client's address as the trusted proxies (or the connection) report it; None: none to key on."""
+        client = getattr(request, "client", None)
+        peer = getattr(client, "host", None) or None
+        if self.hops:
+            entries = [e.strip() for e in (request.headers or {}).get("x-forwarded-for", "").split(",")]
+            entries = [e for e in entries if e]
+            if len(entries) >= self.hops:
+                return entries[-self.hops]
+            # fewer entries than proxies: the call did not come through them all; its own connection
+        return None if peer in self.LOCAL else peer
+
+    def keys(self, request) -> list[str]:
         if request is None:
             return ["anonymous"]
         keys = [f"session:{request.session_hash}"]
-        forwarded = (request.headers or {}).get("x-forwarded-for", "")
-        if forwarded:
-            keys.append(f"address:{forwarded.split(',')[0].strip()}")
+        if (address := self.address(request)) is not None:
+            keys.append(f"address:{address}")
         return keys
 
     @contextmanager
@@ -113,7 +137,13 @@ BUSY = ("this client already has a run in progress; one run at a time per client
         "(wait for the previous /trace or /compare call to return)")
 
 
-def background(work, cancel: threading.Event, each, every: float = 0.5):
+# How long a closed background job is waited for once cancelled: the work checks `cancel` between
+# repeats (a lab repeat, an evaluation question, a back-room child killed at once), so it ends in
+# seconds; past this the caller goes on and the thread (a daemon) is left to end, logged.
+CANCEL_WAIT_S = 30.0
+
+
+def background(work, cancel: threading.Event, each, every: float = 0.5, cancel_wait_s: float | None = None):
     """Run `work(progress)` on a thread of this process; a generator that yields `each(fraction,
     text)` when the progress has changed (looking every `every` seconds) and returns work's result.
 
@@ -146,20 +176,64 @@ def background(work, cancel: threading.Event, each, every: float = 0.5):
     finally:
         if thread.is_alive():            # closed early
             cancel.set()
-            thread.join()
+            thread.join(CANCEL_WAIT_S if cancel_wait_s is None else cancel_wait_s)
+            if thread.is_alive():
+                log.warning("a cancelled background job did not stop within %.0f s; left to end on its own",
+                            CANCEL_WAIT_S if cancel_wait_s is None else cancel_wait_s)
     if "error" in box:
         raise box["error"]
     return box["result"]
 
 
+class TempFolder:
+    """A folder of files for download under the system's temp folder, made on first use (importing
+    a module or building the page makes none) and removed when the process exits."""
+
+    def __init__(self, prefix: str, keep: int = 64):
+        self.prefix, self.keep = prefix, keep
+        self._path: Path | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def made(self) -> bool:
+        return self._path is not None
+
+    def path(self) -> Path:
+        with self._lock:
+            if self._path is None or not self._path.is_dir():
+                self._path = Path(tempfile.mkdtemp(prefix=f"tbt-{self.prefix}-"))
+                atexit.register(shutil.rmtree, self._path, True)
+            return self._path
+
+    def fresh(self) -> Path:
+        """A new folder inside (one download's files); the oldest files beyond `keep` are deleted."""
+        root = self.path()
+        with self._lock:
+            files = sorted(root.glob("*/*"), key=lambda p: p.stat().st_mtime)
+            for old in files[:max(0, len(files) - self.keep + 1)]:     # room for one more
+                old.unlink(missing_ok=True)
+            stale = time.time() - 60       # an empty folder a minute old: its files were deleted
+            for empty in (d for d in root.iterdir() if d.is_dir() and d.stat().st_mtime < stale):
+                if not any(empty.iterdir()):
+                    empty.rmdir()
+        folder = root / uuid.uuid4().hex[:12]
+        folder.mkdir()
+        return folder
+
+
 class KeptFiles:
-    """JSON files written for visitors to download; the oldest are deleted beyond `keep`."""
+    """JSON files written for visitors to download; the oldest are deleted beyond `keep`. The folder
+    is made by the first write."""
 
     def __init__(self, prefix: str, keep: int = 64):
         self.prefix = prefix
-        self.folder = Path(tempfile.mkdtemp(prefix=f"tbt-{prefix}-"))
+        self.place = TempFolder(prefix, keep)
         self.keep = keep
         self._lock = threading.Lock()
+
+    @property
+    def folder(self) -> Path:
+        return self.place.path()
 
     def write_text(self, text: str) -> str:
         path = self.folder / f"{self.prefix}-{uuid.uuid4().hex[:12]}.json"

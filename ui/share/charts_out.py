@@ -9,9 +9,6 @@ layer and head) and the chapter's HTML cards redrawn as charts (viz/out/slides.p
 from __future__ import annotations
 
 import re
-import tempfile
-import uuid
-from pathlib import Path
 
 import gradio as gr
 
@@ -24,24 +21,18 @@ from viz.out.slides import speed_cards_chart, token_chips_chart
 
 from ui.chapters.prefill import mapped
 from ui.host.models import torch_side
+from ui.host.runs import TempFolder
 
-FOLDER = Path(tempfile.mkdtemp(prefix="tbt-charts-"))
 KEEP = 256                  # files kept for download; the oldest go first
+FOLDER = TempFolder("charts", KEEP)          # made by the first export, removed at exit
 # the HTML cards of a chapter, as pictures (drawn in pixels: not fitted to the slide)
 CARDS = {"tokens": ("token-chips", token_chips_chart), "speed": ("speed-cards", speed_cards_chart)}
-
-
-def _clean() -> None:
-    files = sorted(FOLDER.glob("*/*"), key=lambda p: p.stat().st_mtime)
-    for old in files[:-KEEP]:
-        old.unlink(missing_ok=True)
 
 
 def write(name: str, chart, formats=("svg", "png"), fit: bool = True) -> list[str]:
     """`chart` (an Altair chart or a gr.Plot's value) as files named after `name`, one per format."""
     spec = export.slide(chart, fit=fit)
-    folder = FOLDER / uuid.uuid4().hex[:12]
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = FOLDER.fresh()
     paths = []
     for fmt in formats:
         path = folder / f"{name}.{fmt}"
@@ -50,7 +41,6 @@ def write(name: str, chart, formats=("svg", "png"), fit: bool = True) -> list[st
         else:
             path.write_bytes(export.png(spec))
         paths.append(str(path))
-    _clean()
     return paths
 
 

@@ -18,9 +18,6 @@ Back/Next set it on the page). And one Gradio has no parameter for: its language
 
 from __future__ import annotations
 
-import tempfile
-import uuid
-from pathlib import Path
 from urllib.parse import urlencode
 
 import gradio as gr
@@ -37,6 +34,7 @@ from viz.text.strings import LANGS
 from ui.share.charts_out import chapter_files, plots_in
 from ui.share.deck import deck_html
 from ui.host.errors import message, refused
+from ui.host.runs import TempFolder
 from ui.host.recordings import is_recording, recorded
 from ui.page.i18n import text
 from ui.chapters.common import clamp, head_choices, known_head
@@ -67,7 +65,7 @@ PAGE_JS = """(...args) => {
   return args;
 }"""
 COPY_JS = "(link) => { try { if (link) navigator.clipboard.writeText(link); } catch (e) {} }"
-DECKS = Path(tempfile.mkdtemp(prefix="tbt-decks-"))
+DECKS = TempFolder("decks", keep=32)         # made by the first deck, removed at exit
 
 
 def link(base: str, **params) -> str:
@@ -232,8 +230,7 @@ class Share:
 
     @staticmethod
     def deck_file(traces, lang: str, live: bool) -> dict:
-        folder = DECKS / uuid.uuid4().hex[:12]
-        folder.mkdir(parents=True)
+        folder = DECKS.fresh()
         path = folder / f"token-by-token-{lang}.html"
         path.write_text(deck_html(traces, lang, live=live), encoding="utf-8")
         return gr.update(value=[str(path)], visible=True)

@@ -1,0 +1,65 @@
+"""ui/host/runs.ClientSlots: a client is its session and an address nobody in front of the app can
+write. A caller writes X-Forwarded-For as it likes; only what the declared proxies appended counts."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from engine import environment
+from ui.host.runs import ClientSlots, RunRefused
+
+
+def call(session: str, forwarded: str | None = None, peer: str = "10.16.3.80"):
+    headers = {"x-forwarded-for": forwarded} if forwarded is not None else {}
+    return SimpleNamespace(session_hash=session, headers=headers, client=SimpleNamespace(host=peer))
+
+
+def test_no_proxy_declared_no_header_is_read():
+    slots = ClientSlots(hops=0)
+    # the caller's own header names another visitor's address: it neither takes that slot...
+    assert slots.keys(call("a", "203.0.113.7")) == ["session:a", "address:10.16.3.80"]
+    # ...nor steps out of its own by writing a new address each call
+    assert slots.address(call("b", "198.51.100.1")) == slots.address(call("c", "198.51.100.2"))
+    # this machine's own scripts: their sessions are their slots
+    assert slots.keys(call("a", "203.0.113.7", peer="127.0.0.1")) == ["session:a"]
+
+
+def test_a_spoofed_header_behind_one_proxy_keys_on_what_the_proxy_appended():
+    slots = ClientSlots(hops=1)
+    # the proxy appended 203.0.113.7 (the address it saw) after whatever the caller wrote
+    first, second = call("a", "1.1.1.1, 203.0.113.7"), call("b", "2.2.2.2, 203.0.113.7")
+    assert slots.address(first) == slots.address(second) == "203.0.113.7"
+    with slots.hold(first, "busy"):
+        with pytest.raises(RunRefused):                # a new session and a new forged entry: still one slot
+            with slots.hold(second, "busy"):
+                pass
+        with slots.hold(call("c", "203.0.113.7, 198.51.100.9"), "busy"):   # another visitor runs
+            pass
+    with slots.hold(second, "busy"):                    # free again once the first ends
+        pass
+
+
+def test_two_proxies_take_the_second_entry_from_the_right():
+    slots = ClientSlots(hops=2)
+    assert slots.address(call("a", "6.6.6.6, 203.0.113.7, 10.0.0.1")) == "203.0.113.7"
+    # fewer entries than declared proxies: it did not come through them; the connection's own address
+    assert slots.address(call("a", "203.0.113.7")) == "10.16.3.80"
+
+
+def test_the_session_is_a_key_too():
+    slots = ClientSlots(hops=1)
+    with slots.hold(call("a", "203.0.113.7"), "busy"):
+        with pytest.raises(RunRefused):                 # the same session from elsewhere
+            with slots.hold(call("a", "198.51.100.9"), "busy"):
+                pass
+
+
+@pytest.mark.parametrize("env, hops", [({}, 0), ({"SPACE_ID": "someone/space"}, 1),
+                                       ({"SPACE_ID": "someone/space", "TBT_TRUSTED_PROXIES": "2"}, 2),
+                                       ({"TBT_TRUSTED_PROXIES": "many"}, 0), ({"TBT_TRUSTED_PROXIES": "-3"}, 0)])
+def test_the_declared_hops_and_the_space_default(monkeypatch, env, hops):
+    for name in ("SPACE_ID", "TBT_TRUSTED_PROXIES"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert environment.trusted_proxies() == hops == ClientSlots().hops

@@ -1,0 +1,143 @@
+"""What the server keeps between runs stays bounded: caps count the memory they hold, a visitor's
+session goes when the visitor has left, and the cached recordings stay as their files say."""
+
+from __future__ import annotations
+
+import datetime
+from types import SimpleNamespace
+
+import gradio as gr
+import pytest
+import torch
+from gradio.state_holder import StateHolder
+from transformers import DynamicCache
+
+from engine.run.kv_cache import cache_bytes
+from engine.run.prefixes import Prefixes, held_bytes
+from ui.host.recordings import recorded
+from ui.host.sessions import SessionReaper
+
+LAYERS, KV_HEADS, HEAD_DIM = 2, 3, 8
+
+
+def cache_of(positions: int) -> DynamicCache:
+    cache = DynamicCache()
+    for layer in range(LAYERS):
+        k = torch.randn(1, KV_HEADS, positions, HEAD_DIM)
+        cache.update(k, k.clone(), layer)
+    return cache
+
+
+def storage_bytes(cache: DynamicCache) -> int:
+    """What the tensors under a cache really pin, counted here apart from the code under test."""
+    seen = {}
+    for layer in cache.layers:
+        for t in (layer.keys, layer.values):
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+    return sum(seen.values())
+
+
+def test_a_cropped_cache_counts_the_storage_it_pins():
+    cache = cache_of(100)
+    cache.crop(-90)                                 # views of the 100 positions' storage
+    assert cache_bytes(cache) == storage_bytes(cache) // 10        # the figure: the positions written
+    assert held_bytes(cache) == storage_bytes(cache)               # the memory: all of it
+
+
+def test_the_prefix_cap_bounds_the_memory_the_kept_caches_pin():
+    one = storage_bytes(cache_of(100))
+    prefixes = Prefixes(max_bytes=int(one * 2.5))
+    for i in range(6):                              # six cropped caches: each 10 positions, 100 pinned
+        cache = cache_of(100)
+        cache.crop(-90)
+        prefixes.keep((f"run{i}", "root"), cache)
+    kept = [c for i in range(6) if (c := prefixes.get((f"run{i}", "root"))) is not None]
+    assert 1 <= len(kept) <= 2
+    assert sum(storage_bytes(c) for c in kept) <= prefixes.max_bytes
+    assert prefixes.held() == sum(storage_bytes(c) for c in kept)
+
+
+def test_a_recording_handed_out_is_the_visitors_own():
+    before = {kind: t.to_json() for kind, t in recorded("en").items()}
+    mine = recorded("en")
+    assert {kind: t.to_json() for kind, t in mine.items()} == before       # a copy equal to the file
+    shown = mine["next"]
+    shown.steps[2].lens = None                      # what with_step_lens does to the trace on show
+    shown.steps.append(shown.steps[0])
+    shown.branches.append(SimpleNamespace())
+    shown.summary.tpot_ms = -1.0
+    shown.attention.steps.clear()
+    del mine["normal"]
+    after = recorded("en")
+    assert {kind: t.to_json() for kind, t in after.items()} == before
+    assert after["next"] is not shown
+
+
+def small_demo():
+    with gr.Blocks() as demo:
+        state = gr.State(None)
+        box = gr.Textbox()
+    holder = StateHolder()
+    holder.set_blocks(demo)
+    return demo, holder, state, box
+
+
+def test_a_session_goes_after_its_grace_and_a_reconnected_one_stays():
+    demo, holder, state, _ = small_demo()
+    reaper = SessionReaper(grace_s=60)
+    reaper.demo = demo
+    for s in ("gone", "back"):
+        holder[s][state._id] = "a trace"
+        reaper.left(SimpleNamespace(session_hash=s))
+    left_at = datetime.datetime.now()
+    assert reaper.sweep(left_at + datetime.timedelta(seconds=30)) == 0 and "gone" in holder
+    holder.time_last_used["back"] = left_at + datetime.timedelta(seconds=40)     # its tab came back
+    reaper.sweep(left_at + datetime.timedelta(seconds=61))
+    assert "gone" not in holder and "gone" not in holder.time_last_used
+    assert "back" in holder and holder["back"][state._id] == "a trace"
+    assert reaper.waiting() == 0
+
+
+@pytest.fixture(scope="module")
+def app_demo():
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TBT_SESSION_GRACE_S", "0")
+    import app
+    from ui.host.models import Models, allowed_from_env
+    demo = app.build(Models(allowed_from_env(), load=False), [])
+    mp.undo()
+    return demo
+
+
+def test_the_app_drops_a_session_when_its_visitor_leaves(app_demo):
+    holder = StateHolder()
+    holder.set_blocks(app_demo)
+    holder["visitor"]                                # a visitor's session: Gradio's copy of the page
+    unloads = [dep for dep in app_demo.fns.values() if any(t[1] == "unload" for t in dep.targets)]
+    assert unloads, "the app listens for visitors leaving"
+    for dep in unloads:
+        dep.fn(SimpleNamespace(session_hash="visitor"))
+    assert "visitor" not in holder.session_data
+
+
+def test_the_house_trims_malloc_once_the_last_run_ends(monkeypatch):
+    from engine.host import memory
+    from engine.host.house import House
+    from tests.waits import wait_until
+    if memory.LIBC is None:
+        pytest.skip("this libc has no malloc_trim")
+    monkeypatch.delenv("TBT_MALLOC_TRIM", raising=False)
+    house, before = House(), memory.trims
+    house.run_begins()
+    house.run_begins()
+    house.run_ends()
+    assert memory.trims == before                   # a run still goes on: nothing trimmed under it
+    house.run_ends()
+    wait_until(lambda: memory.trims > before, 30, "a trim after the last run")
+    monkeypatch.setenv("TBT_MALLOC_TRIM", "0")
+    wait_until(lambda: memory._busy.acquire(blocking=False), 30, "the trim's thread done")
+    memory._busy.release()
+    done = memory.trims
+    house.run_begins()
+    house.run_ends()
+    assert memory.trims == done and not memory.describe()["malloc_trim"]
