@@ -53,7 +53,7 @@ def fast_figures(engine: Engine, prompt: str, new_tokens: int = 64, repeats: int
     start = time.perf_counter()
     fast = engine.start_fast(wait=True)
     if fast is None:
-        return {"fast_skipped": "this model's attention does not run through the engine's function"}
+        return {"fast_skipped": str(engine.fast_refusal), "fast_refusal": engine.fast_refusal.key}
     compile_s = time.perf_counter() - start
     states = {v: fast.state(v, bucket) for v in ("plain", "watch")}
     if any(s != "ready" for s in states.values()):

@@ -49,7 +49,7 @@ def run(args) -> int:
     from engine.model.core import Engine
     from engine.profile.ops import Dims
     from engine.profile.project import projection
-    from engine.profile.run import profile_trace
+    from engine.profile.run import own_plan, profile_trace
     from engine.run.generate import run_trace
     from engine.run.request import APP_DEFAULTS
     from engine.schema.validate import read_trace
@@ -70,7 +70,8 @@ def run(args) -> int:
     result = profile_trace(engine, trace, args.step, **({"repeats": args.repeats} if args.repeats else {}))
     if args.project:
         result["projection"] = projection(Dims.of_config(engine.model.config), engine.info.id,
-                                          result["phases"]["prefill"]["tokens"], result["phases"]["decode"]["keys"])
+                                          result["phases"]["prefill"]["tokens"], result["phases"]["decode"]["keys"],
+                                          own_plan(engine.model))
     text = json.dumps(result, ensure_ascii=False, indent=None if args.json else 2)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")

@@ -17,12 +17,12 @@ import threading
 from datetime import datetime, timezone
 
 from engine.errors import EngineError
+from engine.floor import fit
 from engine.floor.baselines import one_at_a_time, static_batch
 from engine.floor.continuous import FloorStopped, serve
 from engine.floor.workload import arrivals, check, prompts
 from engine.lab.host import watching_load
 from engine.model.clock import work_s
-from engine.model.core import switched_kernel
 from engine.schema.floor import Floor, FloorSettings
 from engine.schema.load import HostLoad
 from engine.schema.serial import to_plain
@@ -59,7 +59,8 @@ def run_floor(engine, progress=None, cancel: threading.Event | None = None, inpu
     budget = _Budget(engine.limits.floor_seconds, stop, cancel)
     inputs, arrival_s = inputs or prompts(engine.tokenizer, s), arrivals(s)
     try:
-        with engine.lock, switched_kernel(engine.model, KERNEL):
+        with engine.lock, fit.floor_kernel(engine, KERNEL):
+            fit.require(engine)             # an architecture the paged cache cannot run: a keyed refusal
             _warm_up(engine, inputs[0])
             say(0.05, "continuous")
             # each way watched for the machine's other work: the ways run one after another, and a

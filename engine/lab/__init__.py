@@ -29,6 +29,7 @@ from engine.model.clock import work_s
 from engine.model.core import Engine
 from engine.errors import InvalidRequest
 from engine.lab import batching, host, kernels, kv_cache, roofline, speculative, weights
+from engine.lab.measure import ran_kernel
 
 from engine.schema.lab import EXPERIMENTS as NAMES, SCHEMA  # noqa: F401 (SCHEMA: re-exported)
 
@@ -78,6 +79,9 @@ def run_lab(engine: Engine, quick: bool = False, only: list[str] | None = None,
             result[name] = EXPERIMENTS[name](engine, quick=quick, progress=_part(progress, i, len(names), name),
                                              cancel=cancel, **extra)
         result[name]["load"] = watch.result()
+        section = result[name]
+        if isinstance(section.get("attn_implementation"), str):     # the kernel that ran (measure.ran_kernel)
+            section["attn_implementation"] = ran_kernel(engine.model, section["attn_implementation"])
         result["seconds"][name] = round(work_s() - start, 2)
     result["kv_cache_speedup"] = result.get("kv_cache", {}).get("speedup")
     result["host"] = host.known(engine.device, engine.model.dtype)

@@ -15,6 +15,7 @@ import ctypes
 import gc
 import statistics
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -68,7 +69,30 @@ def timed_ms(fn: Callable[[], object], device: torch.device | str) -> tuple[floa
 
 
 # Kernel switches for the lab's arms (outside the timed region, inside engine.exclusive()).
-attention = switched_kernel
+@contextmanager
+def attention(model, name: str | None):
+    """switched_kernel(model, name); a model that cannot run `name` at all (Gemma 2 takes eager only)
+    keeps its own kernel, and `ran_kernel(model, name)` says which one ran instead."""
+    try:
+        switch = switched_kernel(model, name)
+        switch.__enter__()
+    except ValueError:
+        object.__setattr__(model, "_tbt_kernel_instead", {**getattr(model, "_tbt_kernel_instead", {}),
+                                                          name: model.config._attn_implementation})
+        yield
+        return
+    try:
+        yield
+    except BaseException as exc:
+        if not switch.__exit__(type(exc), exc, exc.__traceback__):
+            raise
+    else:
+        switch.__exit__(None, None, None)
+
+
+def ran_kernel(model, name: str) -> str:
+    """The kernel an arm asking for `name` ran on this model (its own where it cannot run `name`)."""
+    return getattr(model, "_tbt_kernel_instead", {}).get(name, name)
 
 
 def greedy_timing(model, ids: list[int], new_tokens: int, use_cache: bool = True) -> dict:

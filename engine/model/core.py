@@ -62,6 +62,7 @@ class Engine:
         self.thinking_style = thinking_style(self.tokenizer)   # switch / tags / scaffold
         self.capture_via = self._install_capture()             # "sdpa-capture" | "eager-hooks"
         self.fast = None           # engine/compiled/fast.FastPath once `start_fast` is called, else eager only
+        self.fast_refusal = None   # why the compiled step is not for this model (engine/compiled/fit.py), once asked
         self.embedding_norms: torch.Tensor | None = None   # engine/model/embeddings.py, computed on first use
 
     def _install_capture(self) -> str:
@@ -89,7 +90,9 @@ class Engine:
         device that runs our attention function (the compiled step has its own); otherwise the
         engine stays eager and this returns None."""
         from engine.compiled.fast import BUCKETS, FastPath
-        if self.capture_via != "sdpa-capture" or getattr(self.model, "hf_device_map", None):
+        from engine.compiled.fit import refusal
+        self.fast_refusal = refusal(self)       # why the step is not for this model (engine/compiled/fit.py)
+        if self.fast_refusal is not None:
             return None
         with self.lock:
             if self.fast is None or self.fast.device != self.device:

@@ -1,12 +1,13 @@
 """Timing each operation of one forward pass with timers around the model's own modules.
 
-A forward pre-hook and a forward hook on every module that is one operation (the norms, the q/k/v/o
-projections, the MLP's three matmuls, the embedding, the final norm, the LM head) and on the blocks
-that hold them (each layer, its attention, its MLP) read a clock (after a device sync on CUDA, where
+A forward pre-hook and a forward hook on every module that is one operation (the norms, the attention's
+projections, the MLP's matmuls or a mixture's router and experts, the embedding, the final norm, the LM
+head: each layer's plan, engine/profile/plan.py) and on the blocks that hold them (each layer, its
+attention, a dense MLP) read a clock (after a device sync on CUDA, where
 a clock read without it times the launch, not the work). What a block does outside its hooked
 children is its own op: attention (RoPE, SDPA, reshapes) = the attention block less its four
-projections; act_mul (SiLU(gate)·up) = the MLP less its three matmuls; residual = the layer less its
-norms, attention and MLP (the two adds and the block's Python); other = the whole pass less
+projections (and q/k norms); act_mul (SiLU(gate)·up) or act (GELU) = the MLP less its matmuls;
+residual = the layer less its norms, attention and MLP (a mixture's routing glue included) (the two adds and the block's Python); other = the whole pass less
 everything above (masks, cache bookkeeping). The per-op times therefore add up to the hooked pass.
 
 Measuring costs something: the hooks' clock reads and Python (~1 µs each, ~380 pairs a pass for a
@@ -23,38 +24,14 @@ from contextlib import contextmanager, nullcontext
 
 import torch
 
-from engine.errors import InvalidRequest
-from engine.model.hooks import attention_modules, decoder_layers, final_norm
+from engine.model.hooks import final_norm
+from engine.profile.plan import layer_plans
 
-# Module attribute names of a Llama-style block (Llama, Mistral, Qwen2/3, SmolLM): op -> path in the layer
-LEAVES = {"input_norm": "input_layernorm", "post_norm": "post_attention_layernorm", "q_proj": "{attn}.q_proj",
-          "k_proj": "{attn}.k_proj", "v_proj": "{attn}.v_proj", "o_proj": "{attn}.o_proj",
-          "gate_proj": "mlp.gate_proj", "up_proj": "mlp.up_proj", "down_proj": "mlp.down_proj"}
-
+POSITION_TABLES = ("wpe", "embed_positions")    # learned position tables (GPT-2): timed with the embedding
 
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-
-
-def layer_modules(model) -> list[dict[str, torch.nn.Module]]:
-    """Per layer: {name: module} for the ops above and the blocks "layer", "attn", "mlp". Raises
-    InvalidRequest for a model whose layers are not built this way."""
-    found = []
-    for i, (block, attn) in enumerate(zip(decoder_layers(model), attention_modules(model))):
-        mods = {"layer": block, "attn": attn, "mlp": getattr(block, "mlp", None)}
-        attn_name = next(n for n, m in block.named_children() if m is attn)
-        for op, path in LEAVES.items():
-            module = block
-            for part in path.format(attn=attn_name).split("."):
-                module = getattr(module, part, None)
-            mods[op] = module
-        missing = sorted(k for k, v in mods.items() if v is None)
-        if missing:
-            raise InvalidRequest(f"the profile knows Llama-style layers; layer {i} of {type(model).__name__} "
-                                 f"has no {', '.join(missing)}", "profile_unsupported", model=type(model).__name__)
-        found.append(mods)
-    return found
 
 
 class Timers:
@@ -85,8 +62,11 @@ def timed_modules(model, timers: Timers):
                ((None, "lm_head"), model.get_output_embeddings())]
     if getattr(decoder, "rotary_emb", None) is not None:
         targets.append(((None, "rope_tables"), decoder.rotary_emb))
-    for i, mods in enumerate(layer_modules(model)):
-        targets += [((i, name), module) for name, module in mods.items()]
+    embeds = [model.get_input_embeddings(), *[m for n, m in decoder.named_children() if n in POSITION_TABLES]]
+    targets[0:1] = [((None, "embed"), m) for m in embeds]
+    for i, plan in enumerate(layer_plans(model)):
+        targets += [((i, name), module) for name, module in plan.blocks.items()]
+        targets += [((i, op), module) for op, modules in plan.ops.items() for module in modules]
     handles = []
     try:
         for key, module in targets:
@@ -98,16 +78,21 @@ def timed_modules(model, timers: Timers):
             handle.remove()
 
 
-def per_op(timers: Timers, pass_ms: float, layers: int) -> dict:
+def per_op(timers: Timers, pass_ms: float, plans: list) -> dict:
     """{(layer, op): ms} with the blocks' own work split out (the module docstring says how)."""
     t = timers.ms
     out = {}
-    for i in range(layers):
-        for op in LEAVES:
+    layers = len(plans)
+    for i, plan in enumerate(plans):
+        for op in plan.ops:
             out[(i, op)] = t[(i, op)]
-        out[(i, "attention")] = t[(i, "attn")] - sum(t[(i, k)] for k in ("q_proj", "k_proj", "v_proj", "o_proj"))
-        out[(i, "act_mul")] = t[(i, "mlp")] - sum(t[(i, k)] for k in ("gate_proj", "up_proj", "down_proj"))
-        out[(i, "residual")] = t[(i, "layer")] - sum(t[(i, k)] for k in ("input_norm", "post_norm", "attn", "mlp"))
+        inside = set(plan.children.get("attn", ())) | set(plan.children.get("mlp", ()))
+        out[(i, "attention")] = t[(i, "attn")] - sum(t[(i, k)] for k in plan.children.get("attn", ()))
+        if "mlp" in plan.blocks:
+            act = "act_mul" if plan.layer.gated else "act"
+            out[(i, act)] = t[(i, "mlp")] - sum(t[(i, k)] for k in plan.children["mlp"])
+        top = [k for k in plan.ops if k not in inside] + ["attn"] + (["mlp"] if "mlp" in plan.blocks else [])
+        out[(i, "residual")] = t[(i, "layer")] - sum(t[(i, k)] for k in top)
     for op in ("embed", "rope_tables", "final_norm", "lm_head"):
         out[(None, op)] = t[(None, op)]
     out[(None, "other")] = pass_ms - sum(t[(None, op)] for op in ("embed", "rope_tables", "final_norm", "lm_head")) \
@@ -122,7 +107,8 @@ def time_pass(model, reset, run_pass, repeats: int, lock) -> dict:
     these but never inside one, and never meets a timer. Returns the plain median, the median hooked
     pass with its per-op times, and the last pass's output."""
     device = model.device
-    layers = len(decoder_layers(model))
+    plans = layer_plans(model)
+    layers = len(plans)
 
     def one(timers: Timers | None) -> tuple[float, object]:
         with lock, (timed_modules(model, timers) if timers is not None else nullcontext()):
@@ -141,7 +127,7 @@ def time_pass(model, reset, run_pass, repeats: int, lock) -> dict:
         timers = Timers(device)
         ms, out = one(timers)
         hooked.append(ms)
-        for key, value in per_op(timers, ms, layers).items():
+        for key, value in per_op(timers, ms, plans).items():
             ops[key].append(value)
     # The ops are those of the median hooked pass, so they add up to the pass shown beside them (medians
     # taken op by op do not: on a busy host they drifted 10 % from the median pass).

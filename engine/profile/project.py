@@ -12,8 +12,10 @@ from engine.schema.specs import PUBLIC_MODELS, short_name
 # intermediate (MLP) size and vocabulary of the public models in engine/schema/specs.py, from each
 # model's config.json on its hub page (intermediate_size, vocab_size)
 PUBLIC_MLP_VOCAB = {"Llama-3-8B": (14336, 128256), "Qwen3-32B": (25600, 151936), "Llama-3-70B": (28672, 128256)}
-FAMILIES = {"matmul": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"),
-            "attention": ("attention",), "other": ("input_norm", "post_norm", "final_norm", "act_mul", "residual",
+FAMILIES = {"matmul": ("q_proj", "k_proj", "v_proj", "qkv_proj", "o_proj", "gate_proj", "up_proj", "gate_up_proj",
+                       "down_proj", "router", "experts", "lm_head"),
+            "attention": ("attention",), "other": ("input_norm", "post_norm", "qk_norm", "ffn_norm", "post_ffn_norm",
+                                                   "extra_norm", "final_norm", "act_mul", "act", "residual",
                                                    "embed", "rope_tables", "sampling")}
 
 
@@ -26,15 +28,18 @@ def public_dims() -> dict[str, Dims]:
     return out
 
 
-def projection(own: Dims, own_name: str, prompt_tokens: int, decode_keys: int) -> list[dict]:
+def projection(own: Dims, own_name: str, prompt_tokens: int, decode_keys: int,
+               own_plan: tuple[list, bool] | None = None) -> list[dict]:
     """Rows (model, hardware, phase, family): the roofline time of the prefill over `prompt_tokens`
-    and of one decode step with `decode_keys` keys, by family of ops, at 2 bytes a value."""
+    and of one decode step with `decode_keys` keys, by family of ops, at 2 bytes a value; this page's
+    model counted as its own layers are built (`own_plan`: run.own_plan), the public ones Llama-style."""
     models = {short_name(own_name): own, **public_dims()}
     rows = []
     for name, dims in models.items():
+        plan, rope = own_plan if own_plan and dims is own else (None, True)
         for hw in DATASHEET:
             for phase, tokens, keys in (("prefill", prompt_tokens, prompt_tokens), ("decode", 1, decode_keys)):
-                ops = predicted(dims, tokens, keys, 2, hw["peak_flops"], hw["bandwidth_bytes_s"])
+                ops = predicted(dims, tokens, keys, 2, hw["peak_flops"], hw["bandwidth_bytes_s"], plan, rope)
                 for family, members in FAMILIES.items():
                     mine = [r for r in ops if r["op"] in members]
                     rows.append({"model": name, "this_model": name == short_name(own_name), "hardware": hw["name"],

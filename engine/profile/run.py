@@ -4,7 +4,8 @@ beside the roofline's time for each op on this machine's measured bandwidth and 
 The replay is a separate short pass after the run (the run itself is never hooked, so nothing here
 touches its clocks): the run's own prompt tokens for the prefill; for decode step K, the prompt and
 the first K - 1 generated tokens put in a fresh cache (one pass, not timed), then the step that feeds
-token K - 1 and gives token K, timed again and again with the cache cropped back before each. Each
+token K - 1 and gives token K, timed again and again from a copy of that cache made before each (off the clock: a sliding-window
+layer's cache cannot be cropped back). Each
 pass holds the engine's lock, its timers registered inside it: another visitor's step can go between
 two passes (it waits one pass at most), never inside one. Sampling is timed on the step's own
 logits; watching is the run's own `observe_ms` for that step (prefill: step 0).
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from copy import deepcopy
 from datetime import datetime, timezone
 
 import torch
@@ -23,6 +25,7 @@ from engine.errors import InvalidRequest
 from engine.lab import host
 from engine.profile.measure import time_pass
 from engine.profile.ops import FAMILY, LAYER_OPS, Dims, predicted
+from engine.profile.plan import layer_plans
 from engine.run.sampling import pick, warpers
 from engine.schema.specs import dtype_bytes
 from engine.schema.trace import Trace
@@ -41,8 +44,9 @@ def machine(engine) -> dict:
 def _phase(engine, timing: dict, dims: Dims, tokens: int, keys: int, extra: dict, hw: dict) -> dict:
     """One pass's table: per layer and op, measured beside predicted; and the same summed per op."""
     b = dtype_bytes(str(engine.model.dtype))
+    plan, rope = own_plan(engine.model)
     rows = []
-    for row in predicted(dims, tokens, keys, b, hw["peak_flops"], hw["bandwidth_bytes_s"]):
+    for row in predicted(dims, tokens, keys, b, hw["peak_flops"], hw["bandwidth_bytes_s"], plan, rope):
         key = (row["layer"], row["op"])
         measured = timing["ops"].get(key, extra.get(row["op"]))
         rows.append({**row, "family": FAMILY[row["op"]], "measured_ms": measured})
@@ -54,8 +58,11 @@ def _phase(engine, timing: dict, dims: Dims, tokens: int, keys: int, extra: dict
         m, p = row["measured_ms"], row["predicted_ms"]
         row["ratio"] = m / p if m is not None and p else None
     ops = []
+    present = {r["op"] for r in rows}
     for op in [*LAYER_OPS, "embed", "rope_tables", "final_norm", "lm_head", "other", "sampling", "watching"]:
         mine = [r for r in rows if r["op"] == op]
+        if op not in present:
+            continue
         measured = [r["measured_ms"] for r in mine if r["measured_ms"] is not None]
         pred = [r["predicted_ms"] for r in mine if r["predicted_ms"] is not None]
         total_m, total_p = (sum(measured) if measured else None), (sum(pred) if pred else None)
@@ -68,6 +75,12 @@ def _phase(engine, timing: dict, dims: Dims, tokens: int, keys: int, extra: dict
             "overhead_ms": timing["hooked_ms"] - timing["plain_ms"], "ops_sum_ms": sum(in_pass),
             "plain_runs": timing["plain_runs"], "hooked_runs": timing["hooked_runs"], "warmup_ms": timing.get("warmup_ms"),
             "predicted_ms": sum(r["predicted_ms"] or 0.0 for r in rows), "rows": rows, "ops": ops}
+
+
+def own_plan(model) -> tuple[list, bool]:
+    """The model's layers as its module tree has them (engine/profile/plan.py), and whether it has RoPE."""
+    plans = layer_plans(model)
+    return [p.layer for p in plans], any(p.layer.rope for p in plans)
 
 
 def _sampling_ms(engine, logits: torch.Tensor, trace: Trace, context: list[int], repeats: int) -> float:
@@ -85,7 +98,7 @@ def _sampling_ms(engine, logits: torch.Tensor, trace: Trace, context: list[int],
 def replay(engine, prompt: list[int], prefix: list[int], token: int, repeats: int) -> tuple[dict, dict]:
     """The prefill of `prompt`, then the decode step that feeds `token` after `prefix`, each timed
     (measure.time_pass): a fresh cache for every prefill; for the step, `prefix` in a cache once (not
-    timed), cropped back to it before every repeat."""
+    timed), copied before every repeat."""
     model, device = engine.model, engine.device
     with torch.inference_mode():
         state = {}
@@ -97,19 +110,17 @@ def replay(engine, prompt: list[int], prefix: list[int], token: int, repeats: in
             return model(input_ids=torch.tensor([prompt], device=device), cache=state["cache"], use_cache=True,
                          logits_to_keep=1)
         first = time_pass(model, fresh, prefill, repeats, engine.lock)
-        cache = DynamicCache(config=model.config)
+        base = DynamicCache(config=model.config)
         with engine.lock:
-            model(input_ids=torch.tensor([prefix], device=device), cache=cache, use_cache=True, logits_to_keep=1)
+            model(input_ids=torch.tensor([prefix], device=device), cache=base, use_cache=True, logits_to_keep=1)
 
-        def crop():                                      # the previous repeat's token out again
-            extra = cache.get_seq_length() - len(prefix)
-            if extra > 0:
-                cache.crop(-extra)
+        def copy():          # the prefix's cache as it was: a copy (a sliding-window layer cannot be cropped)
+            state["cache"] = deepcopy(base)
 
         def decode():
-            return model(input_ids=torch.tensor([[token]], device=device), cache=cache, use_cache=True,
+            return model(input_ids=torch.tensor([[token]], device=device), cache=state["cache"], use_cache=True,
                          logits_to_keep=1)
-        return first, time_pass(model, crop, decode, repeats, engine.lock)
+        return first, time_pass(model, copy, decode, repeats, engine.lock)
 
 
 def profile_trace(engine, trace: Trace, step: int | None = None, repeats: int = REPEATS) -> dict:

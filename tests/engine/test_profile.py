@@ -9,7 +9,7 @@ import pytest
 
 from engine import Settings, run_trace
 from engine.errors import InvalidRequest
-from engine.profile.ops import LAYER_OPS
+from engine.profile.ops import LLAMA_OPS
 from engine.profile.run import profile_trace
 from tests.paths import ROOT
 
@@ -30,7 +30,7 @@ def test_every_op_of_every_layer_is_timed(engine, profiled):
     layers = engine.info.layers
     for name, p in profile["phases"].items():
         ops = [(r["layer"], r["op"]) for r in p["rows"] if r["layer"] is not None]
-        assert sorted(ops) == sorted((i, op) for i in range(layers) for op in LAYER_OPS), name
+        assert sorted(ops) == sorted((i, op) for i in range(layers) for op in LLAMA_OPS), name
         assert all(r["measured_ms"] is not None and r["measured_ms"] > -0.05 for r in p["rows"]), name
         assert p["tokens"] == (len(trace.prompt.tokens) if name == "prefill" else 1)
     assert profile["phases"]["decode"]["keys"] == len(trace.prompt.tokens) + 5

@@ -20,9 +20,10 @@ from viz.text import lab_verdicts
 from viz.text.labels import label
 from viz.charts.theme import BLUE, GREY, INK, ORANGE, PURPLE
 
-PASS_OPS = ("embed", "rope_tables", "input_norm", "q_proj", "k_proj", "v_proj", "attention", "o_proj", "post_norm",
-            "gate_proj", "up_proj", "act_mul", "down_proj", "residual", "final_norm", "lm_head", "other", "sampling",
-            "watching")
+PASS_OPS = ("embed", "rope_tables", "input_norm", "q_proj", "k_proj", "v_proj", "qkv_proj", "qk_norm", "attention",
+            "o_proj", "post_norm", "ffn_norm", "gate_proj", "up_proj", "gate_up_proj", "act_mul", "act", "router",
+            "experts", "down_proj", "post_ffn_norm", "extra_norm", "residual", "final_norm", "lm_head", "other",
+            "sampling", "watching")
 FLOOR_MS = 1e-4          # a log axis cannot show 0: times below 0.1 µs are drawn at it
 
 
@@ -169,9 +170,11 @@ def projection_chart(profile: dict, lang: str = "en") -> alt.FacetChart:
 
 
 # --- the walkthrough's view: each kind of op, how many times its bound it took --------------------
-GROUPS = {"matmul": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
-          "lm_head": ("lm_head",), "attention": ("attention",), "norms": ("input_norm", "post_norm", "final_norm"),
-          "elementwise": ("act_mul", "residual", "rope_tables", "embed"), "sampling": ("sampling",)}
+GROUPS = {"matmul": ("q_proj", "k_proj", "v_proj", "qkv_proj", "o_proj", "gate_proj", "up_proj", "gate_up_proj",
+                     "router", "experts", "down_proj"),
+          "lm_head": ("lm_head",), "attention": ("attention",),
+          "norms": ("input_norm", "post_norm", "qk_norm", "ffn_norm", "post_ffn_norm", "extra_norm", "final_norm"),
+          "elementwise": ("act_mul", "act", "residual", "rope_tables", "embed"), "sampling": ("sampling",)}
 
 
 def groups_frame(profile: dict | None, lang: str) -> pd.DataFrame:
