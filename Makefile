@@ -1,5 +1,5 @@
 # Two commands: `make run` starts the app, `make test` runs the whole suite. Both set up .venv first.
-# While changing code, `make quick` runs the unit, tiny and engine tests only (no server, no browser).
+# While changing code, `make quick` runs the unit and tiny-model tests (no real model, no server, no browser).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 LLAMA  := $(VENV)/.llama-stamp
 PORT   ?= 7860
 
-.PHONY: run test quick bench lab load soak fairness traces chromium clean
+.PHONY: run test quick engine bench lab load soak fairness traces chromium clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,10 +36,13 @@ run: $(STAMP)
 test: $(STAMP) $(LLAMA) chromium
 	$(PY) -m pytest
 
-# The quick loop: tests/unit, tests/tiny and tests/engine but the slow ones (no server, no browser, no llama.cpp:
-# the tests that need it are slow ones).
+# The quick loop (about 2.5 min here): tests/unit and tests/tiny but the slow ones: no real model, no server, no
+# browser, no llama.cpp build. `make engine` adds the embedded model's tier (about 3.5 min more).
 quick: $(STAMP)
-	$(PY) -m pytest -m "(unit or tiny or engine) and not slow"
+	$(PY) -m pytest -m "(unit or tiny) and not slow"
+
+engine: $(STAMP)
+	$(PY) -m pytest -m "engine and not slow"
 
 bench: $(STAMP) $(LLAMA)
 	$(PY) -m engine bench --json

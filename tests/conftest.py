@@ -126,7 +126,7 @@ def llama_server():
 
 
 # Each folder of tests/ is a kind, and its marker (pytest.ini says what each holds): `pytest -m unit`,
-# `-m "(unit or tiny or engine) and not slow"` (make quick). A test outside them, or asking for a fixture of a heavier kind
+# `-m "(unit or tiny) and not slow"` (make quick). A test outside them, or asking for a fixture of a heavier kind
 # (a unit test loading the model, an engine test starting the app), stops the collection.
 FORBIDDEN = {
     "unit": {"engine", "app_url", "app_process", "llama_server", "browser", "page", "tiny_model", "tiny_engine"},
