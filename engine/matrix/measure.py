@@ -4,7 +4,10 @@ refusal (an EngineError: the message a visitor would get) or an internal error (
 Cells so far: load (the engine's loader; the attention it asked for and used), trace (attention +
 lens on, greedy tokens equal to `model.generate`, attention rows summing to 1), lens (on view),
 kv (measured bytes = the per-layer-type formula), reasoning (the template's style), fork (from a
-cached prefix, tokens equal to `model.generate`). More cells join CELLS.
+cached prefix, tokens equal to `model.generate`), profile (a decode step op by op, the ops adding up
+to the pass), lab (verify and the KV cache experiment in their quick form; the rest of the lab is in
+tests/tiny), floor (one request through transformers' continuous batching, or its refusal) and
+compiled (whether the AOTInductor step is for this model; it is not built here: minutes per model).
 """
 
 from __future__ import annotations
@@ -98,8 +101,42 @@ def cell_fork(ctx) -> str:
     return "✓"
 
 
+def cell_profile(ctx) -> str:
+    from engine.profile.run import profile_trace
+    profile = profile_trace(ctx["engine"], ctx["trace"], step=2, repeats=1)
+    for name, phase in profile["phases"].items():
+        _check(abs(phase["ops_sum_ms"] - phase["hooked_ms"]) <= 1e-6 * phase["hooked_ms"],
+               f"the {name} ops do not add up to the pass")
+    return f"✓ ({len(profile['phases']['decode']['ops'])} ops)"
+
+
+def cell_lab(ctx) -> str:
+    from engine.lab import run_lab
+    result = run_lab(ctx["engine"], quick=True, only=["verify", "kv_cache"])
+    _check(not result["partial"] and result["kv_cache"]["speedup"] is not None, "the lab stopped short")
+    kernel = result["verify"]["attn_implementation"]
+    return "✓" if kernel == "sdpa" else f"✓ ({kernel})"
+
+
+def cell_floor(ctx) -> str:
+    from engine.floor.fit import floor_kernel, require
+    from engine.floor.serve import KERNEL
+    engine = ctx["engine"]
+    with engine.lock, floor_kernel(engine, KERNEL):      # as the floor asks: its kernel, under the lock
+        require(engine)
+    return "✓"
+
+
+def cell_compiled(ctx) -> str:
+    from engine.compiled.fit import refusal
+    refused = refusal(ctx["engine"])
+    if refused is not None:
+        raise refused
+    return "✓ (fits; built by the host)"
+
+
 CELLS = {"load": cell_load, "trace": cell_trace, "lens": cell_lens, "kv": cell_kv, "reasoning": cell_reasoning,
-         "fork": cell_fork}
+         "fork": cell_fork, "profile": cell_profile, "lab": cell_lab, "floor": cell_floor, "compiled": cell_compiled}
 TEMPLATE_OF = {"qwen3": "switch", "qwen3_moe": "switch", "smollm3": "switch"}   # the rest: SmolLM2's (scaffold)
 
 
