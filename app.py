@@ -116,6 +116,7 @@ def main() -> None:
     demo.queue(max_size=64, default_concurrency_limit=4).launch(
         server_name=args.host, server_port=args.port, share=args.share, show_error=False,
         css=CSS + page_css(), i18n=I18N, max_file_size=models.limits.max_upload_bytes, prevent_thread_lock=True,
+        state_session_capacity=environment.max_sessions(),
         # the page's typeface from local files (ui/page/fonts.py), and the rules css= cannot carry (viz/html/css.py)
         theme=theme(), head=f"<style>{font_css()}{HEAD_CSS}</style>")
     try:

@@ -115,6 +115,13 @@ def session_grace_s() -> int:
     return max(0, integer("TBT_SESSION_GRACE_S", 120))
 
 
+def max_sessions() -> int:
+    """TBT_MAX_SESSIONS: page sessions Gradio keeps at most (its state_session_capacity; the oldest
+    goes first). Callers that never send Gradio's heartbeat (raw HTTP) never "leave", so only this
+    bounds them; each session holds ~0.7 MB of the page's config and its outputs (ui/host/sessions.py)."""
+    return max(16, integer("TBT_MAX_SESSIONS", 1000))
+
+
 def malloc_trim() -> bool:
     """TBT_MALLOC_TRIM=0: no malloc_trim after the last run ends (engine/host/memory.py)."""
     return switch("TBT_MALLOC_TRIM")

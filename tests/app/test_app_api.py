@@ -185,3 +185,14 @@ def test_the_app_as_shipped_builds_its_compiled_step_in_the_back_room(client, en
     mine = run_trace(engine, "Name three colours.", Settings(max_new_tokens=16))
     assert [s.id for s in got.steps] == [s.id for s in mine.steps]
     assert not client.predict(api_name="/status")["house"]["jobs"]
+
+
+def test_status_reports_what_the_process_holds_beside_its_caps(client):
+    """/status carries the memory a host watches on a long-running Space: the process's resident size
+    and the bytes the kept prefix caches pin, which never pass their cap."""
+    client.predict("Hello", 8, 0.0, api_name="/trace")
+    status = client.predict(api_name="/status")
+    memory, limits = status["memory"], status["limits"]
+    assert memory["rss_mb"] > 100, memory
+    assert 0 < memory["prefix_cache_bytes"] <= limits["prefix_cache_bytes"], (memory, limits)
+    assert {"malloc_trim", "trims", "trim_ms"} <= set(memory)

@@ -7,11 +7,28 @@ import dataclasses
 import gradio as gr
 from gradio import FileData
 
+from engine.host import memory
 from engine.host.house import HOUSE
 from engine.schema.trace import Trace
 
 from ui.api.args import file_path, lang_of_caller
 from ui.host.uploads import read_upload
+
+
+def memory_now(models) -> dict:
+    """What the process holds now, beside the caps in "limits": its resident memory (with its
+    children's), the bytes the kept prefix caches pin (what TBT_PREFIX_CACHE_MB bounds) and the
+    allocator trims after runs (engine/host/memory.py)."""
+    import psutil
+    me = psutil.Process()
+    rss = me.memory_info().rss
+    for child in me.children(recursive=True):
+        try:
+            rss += child.memory_info().rss
+        except psutil.Error:
+            pass
+    held = sum(e.prefixes.held() for e in list(models.engines.values()))
+    return {"rss_mb": round(rss / 2**20, 1), "prefix_cache_bytes": held, **memory.describe()}
 
 
 class StatusEndpoints:
@@ -40,6 +57,7 @@ class StatusEndpoints:
                 # the house's heavy work now (compile, lab, evaluation, load sweep): each job stands
                 # still while any visitor's run is in progress (engine/host/house.py)
                 "house": HOUSE.describe(),
+                "memory": memory_now(models),
                 "limits": dataclasses.asdict(engine.limits)}
 
     def declare(self) -> None:
