@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from transformers.generation.configuration_utils import ContinuousBatchingConfig
 
@@ -58,19 +58,14 @@ def _probe(engine) -> str | None:
 def floor_kernel(engine, kernel: str):
     """The model switched to the floor's kernel for the run (model.core.switched_kernel), or the floor
     refused ("floor_unsupported") for a model that cannot run it (Gemma 2: eager attention only)."""
+    switch = ExitStack()
     try:
-        switch = switched_kernel(engine.model, kernel)
-        switch.__enter__()
+        switch.enter_context(switched_kernel(engine.model, kernel))
     except ValueError as exc:
         log.warning("the serving floor cannot switch %s to %s: %s", type(engine.model).__name__, kernel, exc)
         raise _refused(engine) from None
-    try:
+    with switch:
         yield
-    except BaseException as exc:
-        if not switch.__exit__(type(exc), exc, exc.__traceback__):
-            raise
-    else:
-        switch.__exit__(None, None, None)
 
 
 def _refused(engine) -> EngineError:

@@ -15,7 +15,7 @@ import ctypes
 import gc
 import statistics
 import threading
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -73,21 +73,14 @@ def timed_ms(fn: Callable[[], object], device: torch.device | str) -> tuple[floa
 def attention(model, name: str | None):
     """switched_kernel(model, name); a model that cannot run `name` at all (Gemma 2 takes eager only)
     keeps its own kernel, and `ran_kernel(model, name)` says which one ran instead."""
+    switch = ExitStack()
     try:
-        switch = switched_kernel(model, name)
-        switch.__enter__()
+        switch.enter_context(switched_kernel(model, name))
     except ValueError:
         object.__setattr__(model, "_tbt_kernel_instead", {**getattr(model, "_tbt_kernel_instead", {}),
                                                           name: model.config._attn_implementation})
+    with switch:
         yield
-        return
-    try:
-        yield
-    except BaseException as exc:
-        if not switch.__exit__(type(exc), exc, exc.__traceback__):
-            raise
-    else:
-        switch.__exit__(None, None, None)
 
 
 def ran_kernel(model, name: str) -> str:
