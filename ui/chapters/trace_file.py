@@ -40,12 +40,15 @@ class TraceFile:
 
         def load(path, lang) -> dict:
             trace = read_upload(path, models.limits, lang, plain=True)
-            banner = text("viewing_file", lang).format(
+            return {explore.trace: trace, explore.prompt: trace.prompt.raw, explore.tree: trace, explore.branch: ROOT}
+
+        def banner(path, trace, lang) -> str:
+            """After the views are drawn (they write the run's status line): the file's name above it."""
+            said = text("viewing_file", lang).format(
                 name=escape(Path(path).name), model=escape(trace.model.id), date=escape(trace.created[:10]),
                 device=escape(device_name(trace.model.device)))
-            return {explore.trace: trace, explore.status: f"{banner}  \n{status_md(trace, lang)}",
-                    explore.prompt: trace.prompt.raw, explore.tree: trace, explore.branch: ROOT}
-        self.upload.upload(load, [self.upload, explore.lang],
-                           {explore.trace, explore.status, explore.prompt, explore.tree, explore.branch},
+            return f"{said}  \n{status_md(trace, lang)}"
+        self.upload.upload(load, [self.upload, explore.lang], {explore.trace, explore.prompt, explore.tree, explore.branch},
                            validator=self.check, api_visibility="private").success(
-            explore.render_all, explore.render_inputs, explore.views, api_visibility="private")
+            explore.render_all, explore.render_inputs, explore.views, api_visibility="private").success(
+            banner, [self.upload, explore.trace, explore.lang], explore.status, api_visibility="private")
