@@ -312,7 +312,7 @@ def test_a_crafted_call_gets_no_run_when_the_lab_is_not_live(engine, monkeypatch
     from ui.chapters.lab import LabActions
     monkeypatch.setenv("TBT_LAB", "recorded")
     run = LabActions(OneEngine(engine)).runner("kv_cache")
-    with pytest.raises(gr.Error, match="TBT_LAB=recorded"):
+    with pytest.raises(gr.Error, match="does not run live"):
         next(run({}, "en", None, "", request=None))
 
 
@@ -328,7 +328,7 @@ def test_the_lab_mode_is_the_visitors_model_s(engine, monkeypatch):
     hub.info = dataclasses.replace(engine.info, id="org/hub-model", source="hub")
     models = OneEngine(engine, others={"org/hub-model": hub})
     run = LabActions(models).runner("kv_cache")
-    with pytest.raises(gr.Error, match="TBT_LAB=recorded"):
+    with pytest.raises(gr.Error, match="does not run live"):
         next(run({}, "en", None, "org/hub-model", request=None))
     assert models.asked == ["org/hub-model"]
 
