@@ -34,12 +34,13 @@ def _check(ok: bool, what: str) -> None:
         raise CheckFailed(what)
 
 
-def _generate(engine, ids: list[int], steps: int) -> list[int]:
-    """The reference: `model.generate` on a fresh copy. The attention mask is given: generate would
+def reference_tokens(path, ids: list[int], steps: int) -> list[int]:
+    """The reference: `model.generate` on a fresh copy loaded plainly from the folder (its own default
+    attention). The attention mask is given: generate would
     otherwise infer one from the pad id, and mask every prompt token that shares it (OLMo 2's config
     says pad 1, which is <|im_start|> in the embedded tokenizer: 15 of 16 tokens then differ)."""
     from transformers import AutoModelForCausalLM
-    model = AutoModelForCausalLM.from_pretrained(engine.info.id, dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
     with torch.inference_mode():
         out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
                              max_new_tokens=steps, min_new_tokens=steps, do_sample=False)
@@ -60,7 +61,7 @@ def cell_trace(ctx) -> str:
                                                logit_lens=True), keep_cache=True)
     ctx["trace"] = trace
     ids = [t.id for t in trace.prompt.tokens]
-    _check([s.id for s in trace.steps] == _generate(engine, ids, STEPS), "tokens differ from model.generate")
+    _check([s.id for s in trace.steps] == reference_tokens(engine.info.id, ids, STEPS), "tokens differ from model.generate")
     for packed in trace.attention.steps:
         _check(np.allclose(packed.unpack().sum(-1), 1.0, atol=2e-3), "attention rows do not sum to 1")
     return "✓"
@@ -96,7 +97,7 @@ def cell_fork(ctx) -> str:
     token = trace.steps[at].candidates[1].id
     branch = run_fork(engine, trace, at, token, max_new_tokens=4).branches[-1]
     ids = [t.id for t in trace.prompt.tokens] + [s.id for s in trace.steps[:at]] + [token]
-    _check([s.id for s in branch.steps[1:]] == _generate(engine, ids, 4), "the branch differs from model.generate")
+    _check([s.id for s in branch.steps[1:]] == reference_tokens(engine.info.id, ids, 4), "the branch differs from model.generate")
     _check(branch.rebuilt_ms is None, "the kept prefix was not reused")
     return "✓"
 

@@ -4,9 +4,9 @@ window, rebuilds) its prefix and continues as `model.generate` would."""
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM
 
 from engine import Settings, run_trace
+from engine.matrix.measure import reference_tokens
 from engine.matrix.tiny import WINDOW
 from engine.model.hooks import decoder_layers
 from engine.model.lens import top_guesses
@@ -64,13 +64,6 @@ def test_kv_bytes_follow_the_formula_of_each_layer_type(arch, tiny_engine, plain
     assert (trace.steps[-1].kv_bytes < full) == (arch in SLIDING_ARCHS)
 
 
-def continuation(path, ids: list[int], steps: int) -> list[int]:
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-    with torch.inference_mode():
-        out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                             max_new_tokens=steps, min_new_tokens=steps, do_sample=False)
-    return out[0, len(ids):].tolist()
-
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_fork_reuses_its_prefix_and_continues_as_generate(arch, tiny_engine, tiny_model, plain_runs):
@@ -86,5 +79,5 @@ def test_fork_reuses_its_prefix_and_continues_as_generate(arch, tiny_engine, tin
         rebuilt = at != STEPS - 1 and arch in SLIDING_ARCHS
         assert (branch.rebuilt_ms is not None) == rebuilt, (at, branch.rebuilt_ms)
         ids = prompt + [s.id for s in trace.steps[:at]] + [token]
-        assert [s.id for s in branch.steps[1:]] == continuation(tiny_model(arch), ids, 4), at
+        assert [s.id for s in branch.steps[1:]] == reference_tokens(tiny_model(arch), ids, 4), at
         trace = forked

@@ -3,24 +3,15 @@ picks; its attention rows are probability rows; the lens is shown on view."""
 
 import numpy as np
 import pytest
-import torch
-from transformers import AutoModelForCausalLM
 
 from engine import Settings, run_trace
+from engine.matrix.measure import reference_tokens
 from engine.model.lens import steps_lens
 from tests.tiny.models import ARCHS
 
 PROMPT = "The quick brown fox jumps over the lazy dog, and then"
 STEPS = 10
 
-
-def reference_tokens(path, ids: list[int], steps: int) -> list[int]:
-    """Greedy tokens of a model loaded plainly from the folder (its own default attention), by generate."""
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-    with torch.inference_mode():
-        out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                             max_new_tokens=steps, do_sample=False, min_new_tokens=steps)
-    return out[0, len(ids):].tolist()
 
 
 @pytest.fixture(scope="module")
