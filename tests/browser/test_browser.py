@@ -50,6 +50,24 @@ def run_prompt(page, prompt: str, max_tokens: int | None = None) -> dict:
     return seen
 
 
+def fork_at_step(page, step: int, key: str) -> None:
+    """On Decode: type `step` in the step box and leave it with `key` ("Tab" or "Enter"), wait until
+    that step's candidates replace the ones on show (the model's second choice selected), fork there,
+    and wait until the chapters show the branch b1."""
+    choice = "() => document.querySelector('#fork-token input')?.value"
+    page.wait_for_function(f"() => ({choice})()?.startsWith('2.')", timeout=20_000)
+    before = page.evaluate(choice)
+    box = page.locator("#step input[type=number]")
+    box.fill(str(step))
+    box.press(key)
+    page.wait_for_function(f"(before) => ({choice})() !== before && ({choice})().startsWith('2.')",
+                           arg=before, timeout=30_000)
+    page.click("#fork-run")
+    page.wait_for_function("() => document.querySelector('#fork-note')?.innerText.includes('Branch b1')",
+                           timeout=180_000)
+    page.wait_for_selector(f"#output .tbt-forced[data-step='{step}']", timeout=60_000)
+
+
 def open_tab(page, title: str, plots: list[str]) -> float:
     """Click a chapter's tab; returns seconds until all its charts drew (svg/canvas inside vega-embed)."""
     start = time.monotonic()
@@ -420,19 +438,7 @@ def test_fork_a_run_see_the_tree_and_measure_the_prefix(page, shots, tmp_path):
     cache; clicking the run's row shows the run again; the download holds the branch."""
     run_prompt(page, "Xiao Ming went to the supermarket and bought some apples. Then he", max_tokens=12)
     open_tab(page, "4 · Decode", ["#candidates"])
-    choice = "() => document.querySelector('#fork-token input')?.value"
-    page.wait_for_function(f"() => ({choice})()?.startsWith('2.')", timeout=20_000)   # the last step's
-    last_step = page.evaluate(choice)
-    box = page.locator("#step input[type=number]")
-    box.fill("3")
-    box.press("Tab")
-    # the candidates of step 3 replace the last step's (the model's second choice selected)
-    page.wait_for_function(f"(before) => ({choice})() !== before && ({choice})().startsWith('2.')",
-                           arg=last_step, timeout=20_000)
-    page.click("#fork-run")
-    page.wait_for_function("() => document.querySelector('#fork-note')?.innerText.includes('Branch b1')",
-                           timeout=120_000)
-    page.wait_for_selector("#output .tbt-forced[data-step='3']", timeout=30_000)   # the chapters show b1
+    fork_at_step(page, 3, "Tab")
     assert page.locator("#fork-tree .tbt-tree-label").count() == 2
     assert page.locator("#fork-tree .tbt-tree-fork").count() == 1
     page.click("#fork-recompute")

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.browser.test_browser import open_tab, run_prompt
+from tests.browser.test_browser import fork_at_step, open_tab, run_prompt
 
 DECODE = {"en-US": "4 · Decode", "zh-CN": "4 · 解码"}
 
@@ -44,23 +44,13 @@ def test_a_branch_keeps_attention_and_lens_and_shows_its_own_figures(page, shots
     run_prompt(page, "Xiao Ming went to the supermarket and bought some apples. Then he", max_tokens=12)
     parent_status = page.inner_text("#status")
     open_tab(page, "4 · Decode", ["#candidates"])
-    choice = "() => document.querySelector('#fork-token input')?.value"
-    page.wait_for_function(f"() => ({choice})()?.startsWith('2.')", timeout=20_000)
-    last = page.evaluate(choice)
-    box = page.locator("#step input[type=number]")
-    box.fill("3")
-    box.press("Enter")
-    page.wait_for_function(f"(before) => ({choice})() !== before && ({choice})().startsWith('2.')",
-                           arg=last, timeout=30_000)
-    page.click("#fork-run")
-    page.wait_for_function("() => document.querySelector('#fork-note')?.innerText.includes('Branch b1')",
-                           timeout=180_000)
-    page.wait_for_selector("#output .tbt-forced[data-step='3']", timeout=60_000)
+    fork_at_step(page, 3, "Enter")
     # the status line is the branch's (item 8)
     page.wait_for_function("() => document.querySelector('#status')?.innerText.includes('b1')", timeout=60_000)
     status = page.inner_text("#status")
     assert status != parent_status and "TTFT" in status and "b1" in status, status
     # a step the branch generated: its attention row and lens are charts, not notices (item 3)
+    box = page.locator("#step input[type=number]")
     box.fill("6")
     box.press("Enter")
     page.wait_for_function("() => /\\b6\\b/.test(document.querySelector('#step-facts').innerText)", timeout=60_000)
