@@ -117,3 +117,7 @@ def test_a_branch_on_show_has_its_own_speed_cards_and_status_line(watched, lang)
     assert f"{watched.prefill.ms:.0f} ms" not in status.split("TTFT")[0]     # no parent prefill figure
     assert f"{len(branch.steps) - 1}/{branch.settings.max_new_tokens}" in status
     assert status != status_md(watched, lang)
+    from viz.charts.speed import timeline_rows      # the timeline too: the branch's own clock, its own steps
+    rows, ttft = timeline_rows(shown, lang, branch)
+    assert list(rows["step"]) == [str(s.index) for s in branch.steps] and ttft == branch.summary.ttft_ms
+    assert rows["t_ms"].iloc[0] == branch.steps[0].t_ms and rows["start_ms"].iloc[0] == 0.0

@@ -2,6 +2,7 @@
 they form (viz/text/pieces.py): the fork tree's rows, chapter 7's columns; a character the run
 stopped in the middle of reads "…", never "<E8>"; the engine's answer cue is in the page's language."""
 
+import dataclasses
 import re
 
 import pytest
@@ -62,3 +63,33 @@ def test_the_answer_cue_is_in_the_page_language():
 def test_the_cue_label_is_the_engines_cue():
     from engine.run.reasoning import SCAFFOLD_ANSWER_CUE
     assert label("answer_cue", "en") == SCAFFOLD_ANSWER_CUE
+
+
+def _as_prompt(steps) -> list:
+    """The same tokens as chapter 1's prompt chips hold them (bytes, and the characters they touch)."""
+    from engine.schema.trace import PromptToken
+    out, text = [], b""
+    for st in steps:
+        before = len(text.decode("utf-8", "ignore"))
+        text += bytes.fromhex(st.bytes_hex)
+        after = len(text.decode("utf-8", "ignore"))
+        out.append(PromptToken(st.id, st.text, st.bytes_hex, min(before, after - 1) if after > before else before,
+                               after, is_piece(st), False))
+    return out
+
+
+def test_chapter_1_and_the_answer_group_byte_pieces_by_one_rule():
+    """Issue 39 item 4: one grouping in the repository. "<E4 BB>什" (什 = E4 BB 80 split over two tokens)
+    is one group of two tokens in the answer's steps and in chapter 1's prompt chips alike."""
+    from viz.html.chips import chips_html, token_groups
+    trace = recording("zh-next")
+    at = next(i for i, st in enumerate(trace.steps) if st.bytes_hex == "e4bb")     # the recording's "<E4 BB>们"
+    shi = dataclasses.replace(trace.steps[at + 1], text="什", bytes_hex="80")        # 什 = E4 BB 80
+    steps = [trace.steps[at], shi]
+    assert bytes.fromhex("e4bb80").decode() == "什" and is_piece(steps[0]) and not is_piece(steps[1])
+    indices = [[steps.index(s) for s in g] for g in grouped(steps)]
+    assert indices == [[0, 1]] == [members for members, _ in token_groups(_as_prompt(steps))]
+    every = trace.steps[:-1]                                  # the whole answer, both ways
+    assert [len(g) for g in grouped(every)] == [len(m) for m, _ in token_groups(_as_prompt(every))]
+    page = chips_html(_as_prompt(steps), None)
+    assert "什" in page and page.count('class="tbt-group"') == 1

@@ -134,8 +134,7 @@ def test_formatters():
 
 def test_byte_pieces_group_into_the_characters_they_form():
     t = load("trace_zh.json")
-    owners = [o for _, o in t.prompt.characters()]
-    groups = chips.token_groups(owners, len(t.prompt.tokens))
+    groups = chips.token_groups(t.prompt.tokens)
     assert sorted(i for tokens, _ in groups for i in tokens) == list(range(len(t.prompt.tokens)))
     boxes = ["".join(t.prompt.templated[c] for c in chars) for tokens, chars in groups
              if any(t.prompt.tokens[i].fragment for i in tokens)]

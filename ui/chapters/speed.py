@@ -31,10 +31,11 @@ LOAD_TEXT = "Explain in two sentences why the sky is blue."      # the load swee
 
 
 def speed_view(trace: Trace, lang: str, branch: Branch | None = None) -> tuple:
-    """(speed cards, timeline, step times); `branch`: the branch on show, whose own figures the cards give."""
+    """(speed cards, timeline, step times); `branch`: the branch on show, whose own figures and own clock
+    the cards and charts give (the parent's steps before the fork are on the parent's clock)."""
     cards = html.speed_html(trace, lang=lang) if branch is None else branch_speed_html(trace, branch, lang)
-    return (cards, chart_or_notice(speed.timeline_chart, trace, lang=lang),
-            chart_or_notice(speed.step_times_chart, trace, lang=lang))
+    return (cards, chart_or_notice(speed.timeline_chart, trace, lang=lang, branch=branch),
+            chart_or_notice(speed.step_times_chart, trace, lang=lang, branch=branch))
 
 
 class Speed:

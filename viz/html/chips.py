@@ -13,7 +13,7 @@ from engine.schema.trace import STOP_REASONS, PromptToken, Step, Trace
 
 from viz.fmt import HEX_FRAGMENT, WHITESPACE_SIGNS, esc, fmt_p, visible
 from viz.text.labels import label
-from viz.text.pieces import is_piece
+from viz.text.pieces import byte_groups, grouped, is_piece
 
 PALETTE = ("#fde2b3", "#c9e4ff", "#d4f1d0", "#f9d0e0", "#e3d7fb",
            "#fff1a8", "#cdeff0", "#ffd8c2", "#dfe8c4", "#eadfd0")
@@ -30,40 +30,13 @@ def chip_text(text: str) -> str:
                    else esc(visible(ch)) for ch in text)
 
 
-def token_groups(owners: list[list[int]], count: int) -> list[tuple[list[int], list[int]]]:
-    """The smallest groups (token indices, character indices) where the tokens exactly cover the
-    characters: a character split into byte pieces joins all tokens holding one of its bytes.
-
-    owners[c] lists the tokens that hold bytes of character c; tokens and characters linked by
-    ownership end in one group (union-find over tokens).
-    """
-    parent = list(range(count))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for tokens in owners:
-        for t in tokens[1:]:
-            parent[root(t)] = root(tokens[0])
-    groups: dict[int, tuple[list[int], list[int]]] = {}
-    for t in range(count):
-        groups.setdefault(root(t), ([], []))[0].append(t)
-    for c, tokens in enumerate(owners):
-        if tokens:
-            groups[root(tokens[0])][1].append(c)
-    return sorted(groups.values(), key=lambda g: g[0][0])
-
-
-def owners_from_spans(tokens: list[PromptToken]) -> list[list[int]]:
-    """Character -> token indices, from the tokens' character spans alone."""
-    owners: list[list[int]] = [[] for _ in range(max((t.end for t in tokens), default=0))]
-    for i, tok in enumerate(tokens):
-        for c in range(tok.start, tok.end):
-            owners[c].append(i)
-    return owners
+def token_groups(tokens: list[PromptToken]) -> list[tuple[list[int], list[int]]]:
+    """(token indices, character indices) of each group the one rule forms (viz/text/pieces.py:
+    byte_groups, the same as the answer's steps): byte pieces join the token that completes their
+    character; a group's characters are those its tokens' spans touch."""
+    groups = byte_groups([bytes.fromhex(t.bytes_hex) for t in tokens])
+    return [(members, sorted({c for i in members for c in range(tokens[i].start, tokens[i].end)}))
+            for members in groups]
 
 
 def _chip(i: int, tok: PromptToken, selected: int | None, extra: str = "") -> str:
@@ -75,14 +48,13 @@ def _chip(i: int, tok: PromptToken, selected: int | None, extra: str = "") -> st
             f'<span class="tbt-text">{chip_text(tok.text)}</span><span class="tbt-id">{tok.id}</span></span>')
 
 
-def chips_html(tokens: list[PromptToken], owners: list[list[int]], chars: str | None,
-               selected: int | None = None) -> str:
+def chips_html(tokens: list[PromptToken], chars: str | None, selected: int | None = None) -> str:
     """Chips for `tokens`; byte pieces of one character sit in a box under that character.
 
     `chars` is the text the spans index; without it a group's characters are decoded from bytes.
     """
     out = []
-    for members, char_idx in token_groups(owners, len(tokens)):
+    for members, char_idx in token_groups(tokens):
         group = [tokens[i] for i in members]
         if chars is not None:
             text = "".join(chars[c] for c in char_idx)
@@ -106,7 +78,6 @@ def _count(value: int, key: str, lang: str) -> str:
 def prompt_html(trace: Trace, selected: int | None = None, lang: str = "en") -> str:
     """The templated prompt as token chips, with character and token counts above."""
     prompt = trace.prompt
-    owners = [tokens for _, tokens in prompt.characters()]
     counts = (_count(len(prompt.raw), "prompt_chars", lang)
               + _count(prompt.raw_token_count, "prompt_raw_tokens", lang))
     if trace.settings.chat_template:          # the templated count only where a template was applied
@@ -116,7 +87,7 @@ def prompt_html(trace: Trace, selected: int | None = None, lang: str = "en") -> 
               f'<span class="tbt-group"><span class="tbt-chars">{esc(label("legend_fragment", lang))}'
               f'</span></span><span>{esc(label("legend_id", lang, n=f"{trace.model.vocab_size:,}"))}</span>')
     return (f'<div class="tbt tbt-prompt"><div class="tbt-counts">{counts}</div>'
-            f'{chips_html(prompt.tokens, owners, prompt.templated, selected)}'
+            f'{chips_html(prompt.tokens, prompt.templated, selected)}'
             f'<div class="tbt-legend">{legend}</div></div>')
 
 
@@ -129,7 +100,7 @@ def compare_html(tokens_a: list[PromptToken], name_a: str, tokens_b: list[Prompt
         head = (f'<div class="tbt-compare-head"><b>{esc(name)}</b>'
                 f'{_count(len(tokens), "count_tokens", lang)}{_count(chars, "prompt_chars", lang)}</div>')
         columns.append(f'<div class="tbt-compare-col">{head}'
-                       f'{chips_html(tokens, owners_from_spans(tokens), None)}</div>')
+                       f'{chips_html(tokens, None)}</div>')
     return f'<div class="tbt tbt-compare">{"".join(columns)}</div>'
 
 
@@ -170,21 +141,17 @@ def output_html(trace: Trace, selected: int | None = None, lang: str = "en") -> 
     Called after every generated token, so it is one pass over the steps and string joins.
     """
     blocks: list[tuple[str, list[str]]] = []
-    pieces: list[Step] = []   # byte fragments waiting for the step that completes their character
-    for s in trace.steps:
+    for group in grouped(trace.steps):   # byte pieces with the step completing their character (pieces.py)
+        s = group[-1]
         kind = "thinking" if s.phase == "thinking" else "answer"
         if not blocks or blocks[-1][0] != kind:
             blocks.append((kind, []))
-        if is_piece(s):
-            pieces.append(s)
-            continue
-        if pieces:   # the character(s) as prose; the tokens that formed them on hover
-            blocks[-1][1].append(_joined_chip(pieces + [s], selected, lang))
-            pieces = []
+        if is_piece(s):   # a character still incomplete (the run is going on, or was cut off mid-character)
+            blocks[-1][1].extend(_step_chip(p, selected, lang) for p in group)
+        elif len(group) > 1:   # the character(s) as prose; the tokens that formed them on hover
+            blocks[-1][1].append(_joined_chip(group, selected, lang))
         else:
             blocks[-1][1].append(_step_chip(s, selected, lang))
-    if pieces:   # a character still incomplete (the run is going on, or was cut off mid-character)
-        blocks[-1][1].extend(_step_chip(p, selected, lang) for p in pieces)
     if trace.summary is None:  # still running: a blinking caret where the next token will land
         if not blocks:
             blocks.append(("answer", []))

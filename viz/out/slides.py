@@ -134,7 +134,7 @@ def token_chips_chart(trace: Trace, lang: str = "en", selected: int | None = Non
     def chip_width(i: int) -> float:
         return max(text_width(chip_label(tokens[i].text), size), text_width(str(tokens[i].id), id_size)) + 2 * pad
 
-    for members, char_idx in token_groups([owners for _, owners in prompt.characters()], len(tokens)):
+    for members, char_idx in token_groups(tokens):
         grouped = len(members) > 1 or tokens[members[0]].fragment
         shown = chip_label("".join(chars[c] for c in char_idx)) if grouped else ""
         w = sum(chip_width(i) for i in members) + gap * (len(members) - 1)
