@@ -123,6 +123,27 @@ def _mlp(model, i, mlp, plan, matmuls, config) -> tuple[int, bool, tuple | None]
     return widths["down_proj"][0], "gate_proj" in widths or "gate_up_proj" in widths, None
 
 
+def _has_rope(model) -> bool:
+    return getattr(model.get_decoder() if hasattr(model, "get_decoder") else model.base_model,
+                   "rotary_emb", None) is not None
+
+
+POSITION_EMBEDDINGS = ("wpe", "embed_positions", "position_embeddings")
+
+
+def attention_kind(model) -> dict:
+    """What this model's attention does, for the op's name: its positions ("rope": rotary tables;
+    "learned": a position embedding added to the input, as GPT-2's wpe; "none" seen), the
+    implementation it runs with (config._attn_implementation: "sdpa", "eager", ...) and a soft-cap on
+    its scores (Gemma 2's attn_logit_softcapping), all read from the model and its config."""
+    c = model.config.get_text_config()
+    learned = any(isinstance(m, nn.Embedding) and name.rsplit(".", 1)[-1] in POSITION_EMBEDDINGS
+                  for name, m in model.named_modules())
+    return {"positions": "rope" if _has_rope(model) else "learned" if learned else "none",
+            "impl": getattr(model.config, "_attn_implementation", None),
+            "softcap": getattr(c, "attn_logit_softcapping", None)}
+
+
 def layer_plans(model) -> list[LayerPlan]:
     """Every decoder layer's plan (the module docstring says what it holds)."""
     config, out = model.config, []
@@ -131,8 +152,7 @@ def layer_plans(model) -> list[LayerPlan]:
     head_dim = getattr(c, "head_dim", None) or c.hidden_size // heads
     kv = (getattr(c, "num_key_value_heads", None) or heads) * head_dim
     rope = getattr(c, "partial_rotary_factor", None) or getattr(c, "rotary_pct", None) or 1.0
-    has_rope = getattr(model.get_decoder() if hasattr(model, "get_decoder") else model.base_model,
-                       "rotary_emb", None) is not None
+    has_rope = _has_rope(model)
     blocks, attns = decoder_layers(model), attention_modules(model)
     for i, (block, attn, window) in enumerate(zip(blocks, attns, _windows(config, len(blocks)))):
         plan, matmuls, norms = LayerPlan(Layer(), {}, {"layer": block, "attn": attn}, {}), [], []

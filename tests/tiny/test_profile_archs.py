@@ -93,3 +93,24 @@ def test_a_sliding_layer_reads_only_its_window(arch, profiles):
     for i, kind in enumerate(types):
         if "sliding" in kind:
             assert attention[i]["flops"] < full, i
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2", "gemma2"])
+def test_the_attention_op_is_named_for_what_this_model_does(arch, profiles):
+    """Issue 39: "attention (RoPE, SDPA)" was every model's label; GPT-2 has learned positions (no RoPE),
+    Gemma 2 soft-caps its scores. The name comes from the model: its modules, its config, its kernel."""
+    from viz.charts.profile import attention_name, groups_frame, ops_frame
+    from viz.text.labels import label
+    engine, _, profile = profiles(arch)
+    kind = profile["attention"]
+    assert kind["positions"] == {"llama": "rope", "gpt2": "learned", "gemma2": "rope"}[arch]
+    assert kind["impl"] == engine.info.attn_implementation
+    assert bool(kind["softcap"]) == (arch == "gemma2")
+    for lang in ("en", "zh"):
+        name = attention_name(profile, lang)
+        assert name in set(ops_frame(profile, "decode", lang)["op"]) and name in set(groups_frame(profile, lang)["group"])
+        assert (label("prof_attn_rope", lang) in name) == (arch != "gpt2")
+        assert (label("prof_attn_softcap", lang) in name) == (arch == "gemma2")
+        impl = label("prof_attn_eager", lang) if kind["impl"] == "eager" else "SDPA" if kind["impl"] == "sdpa" else kind["impl"]
+        assert impl in name
+    assert "RoPE" not in attention_name({**profile, "attention": None}, "en")     # a profile that did not record it

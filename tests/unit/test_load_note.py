@@ -113,3 +113,33 @@ def test_the_host_figures_keep_the_load_they_were_measured_under(monkeypatch):
     assert "load" in found and (found["load"] is None or 0 <= found["load"]["others"] <= 1)
     monkeypatch.setattr(host, "_KNOWN", {})
     assert host.adopt(found) and host.known("cpu", torch.float32)["load"] == found["load"]    # kept when adopted
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("name", ["roofline", "kv_cache"])
+def test_a_recorded_result_says_the_load_it_was_recorded_under_or_that_it_kept_none(name, lang):
+    """Issue 39 item 10: what a visitor first sees (the recording) says its load too, never nothing
+    false: the shipped recording kept none, so it says so; a quiet one says quiet; a busy one warns once."""
+    from ui.chapters.lab import recorded_md
+    from viz.text.labels import label
+    results = copy.deepcopy(recordings.lab())
+    assert label("load_unrecorded", lang) in recorded_md(results, name, lang)      # the shipped recording
+    assert label("load_unrecorded", lang) not in note_md(results, name, lang)      # a visitor's own result
+    quiet = {"seconds": 9.0, "cpus": 2, "others": 0.04, "steal": 0.0, "load_1m": 0.3}
+    results[name]["load"] = quiet
+    said = recorded_md(results, name, lang)
+    assert label("load_quiet", lang, others="4%", cpus=2) in said and label("load_unrecorded", lang) not in said
+    results[name]["load"] = {**quiet, "others": 0.6}
+    said = recorded_md(results, name, lang)
+    assert load_note(results[name]["load"], lang) in said and label("load_quiet", lang, others="60%", cpus=2) not in said
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_recorded_floor_says_its_load_or_that_it_kept_none(lang):
+    from viz.text.labels import label
+    floor = copy.deepcopy(recordings.floor())
+    assert label("load_unrecorded", lang) in views(floor, lang, True)[0]
+    assert label("load_unrecorded", lang) not in views(floor, lang, False)[0]
+    for name in MODES:
+        floor.mode(name).load = HostLoad(seconds=8.0, cpus=2, others=0.03, steal=0.0, load_1m=0.2)
+    assert label("load_quiet", lang, others="3%", cpus=2) in views(floor, lang, True)[0]

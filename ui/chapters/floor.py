@@ -22,7 +22,7 @@ from engine.schema.serial import from_plain
 from viz.charts import floor as fv
 from viz.fmt import device_name
 from viz.text.labels import LABELS, label, progress
-from viz.text.load_note import floor_load_note
+from viz.text.load_note import floor_load_note, recorded_floor_note
 
 from ui.host.errors import internal, message, say
 from ui.host.gpu import ZERO_GPU, on_gpu, stop_cancels
@@ -43,6 +43,8 @@ def views(floor: Floor | None, lang: str, is_recording: bool) -> list:
         return [label("floor_none", lang)] + [None] * 6 + [""]
     badge = label("floor_recorded", lang, date=floor.created[:10], device=device_name(floor.model.device))
     busy = floor_load_note(floor, lang)          # each way's share of a busy machine, when it was busy
+    if is_recording:                             # a recording: its load (quiet), or that it kept none
+        busy = " ".join(filter(None, (busy, recorded_floor_note(floor, lang))))
     verdict = (f"*{badge}*\n\n" if is_recording else "") + fv.verdict_md(floor, lang) + (f"\n\n{busy}" if busy else "")
     return [verdict, fv.lanes_chart(floor, lang), fv.blocks_chart(floor, lang), fv.step_cost_chart(floor, lang),
             fv.modes_chart(floor, lang), fv.modes_frame(floor, lang), fv.requests_frame(floor, lang),

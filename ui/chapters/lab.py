@@ -26,7 +26,7 @@ from viz.charts import lab_serving as serving
 from viz.text.facts import fill
 from viz.fmt import device_name
 from viz.text.labels import label, progress
-from viz.text.load_note import bandwidth_load_note, load_note
+from viz.text.load_note import bandwidth_load_note, load_note, recorded_section_note
 
 from ui.host.errors import internal, message, say
 from ui.host.gpu import ZERO_GPU, on_gpu, stop_cancels
@@ -174,7 +174,9 @@ def recorded_md(recorded: dict, name: str, lang: str) -> str:
     """The reading of a recorded result, under a badge that says when and where it was measured."""
     badge = label("lab_recorded_note", lang, date=str(recorded.get("created", ""))[:10],
                   device=device_name(recorded.get("device", "?")), model=str(recorded.get("model", "")).split(":")[-1])
-    return f"{badge}  \n{note_md(recorded, name, lang)}"
+    # the load it was recorded under (a busy one is said by note_md), or that the recording kept none
+    load = recorded_section_note(recorded.get(name), name, lang)
+    return f"{badge}  \n{note_md(recorded, name, lang)}" + (f"\n\n{load}" if load else "")
 
 
 def section_views(results: dict, name: str, lang: str, model: str | None = None) -> tuple:

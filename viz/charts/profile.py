@@ -27,8 +27,28 @@ PASS_OPS = ("embed", "rope_tables", "input_norm", "q_proj", "k_proj", "v_proj", 
 FLOOR_MS = 1e-4          # a log axis cannot show 0: times below 0.1 µs are drawn at it
 
 
-def op_name(op: str, lang: str) -> str:
-    return label(f"prof_op_{op}", lang)
+def op_name(op: str, lang: str, profile: dict | None = None) -> str:
+    return attention_name(profile, lang) if op == "attention" else label(f"prof_op_{op}", lang)
+
+
+IMPLS = {"sdpa": "SDPA", "eager": "eager", "flash_attention_2": "FlashAttention 2", "flash_attention_3": "FlashAttention 3",
+         "flex_attention": "FlexAttention"}
+
+
+def attention_name(profile: dict | None, lang: str) -> str:
+    """"attention (RoPE, SDPA)" as this model does it (the profile's `attention`: its positions, the
+    implementation it ran with, a score soft-cap); plain "attention" for a profile that did not record it."""
+    kind = (profile or {}).get("attention")
+    if not kind:
+        return label("prof_attention_plain", lang)
+    positions = kind.get("positions")
+    parts = [label(f"prof_attn_{positions}", lang)] if positions in ("rope", "learned", "none") else []
+    impl = kind.get("impl")
+    if impl:
+        parts.append(label("prof_attn_eager", lang) if impl == "eager" else IMPLS.get(impl, str(impl)))
+    if kind.get("softcap"):
+        parts.append(label("prof_attn_softcap", lang))
+    return label("prof_op_attention", lang, how=label("list_sep", lang).join(parts))
 
 
 def _phase_title(profile: dict, phase: str, lang: str) -> str:
@@ -63,7 +83,7 @@ def ops_frame(profile: dict, phase: str, lang: str) -> pd.DataFrame:
         o = by_op.get(op)
         if o is None or o["measured_ms"] is None:
             continue
-        rows.append({"op": op_name(op, lang), "measured": max(o["measured_ms"], FLOOR_MS),
+        rows.append({"op": op_name(op, lang, profile), "measured": max(o["measured_ms"], FLOOR_MS),
                      "measured_ms": o["measured_ms"], "roofline": max(o["predicted_ms"], FLOOR_MS) if o["predicted_ms"]
                      else None, "roofline_ms": o["predicted_ms"], "ratio": o["ratio"], "ratio_text": _ratio_text(o["ratio"]),
                      "bound": _bound_name(o["bound"], lang), "layers": o["layers"],
@@ -112,7 +132,7 @@ def ops_chart(profile: dict, phase: str, lang: str = "en", height: int | None = 
 def lanes_frame(profile: dict, phase: str, lang: str) -> pd.DataFrame:
     """One row per (op, layer): the op's time in that layer, measured and by the roofline."""
     p = _check(profile, phase, lang)
-    rows = [{"op": op_name(r["op"], lang), "layer": r["layer"], "measured_ms": r["measured_ms"],
+    rows = [{"op": op_name(r["op"], lang, profile), "layer": r["layer"], "measured_ms": r["measured_ms"],
              "roofline_ms": r["predicted_ms"], "ratio": max(r["ratio"], 0.01) if r["ratio"] is not None else None}
             for r in p["rows"] if r["layer"] is not None and r["measured_ms"] is not None]
     return pd.DataFrame(rows)
@@ -121,7 +141,7 @@ def lanes_frame(profile: dict, phase: str, lang: str) -> pd.DataFrame:
 def lanes_chart(profile: dict, phase: str, lang: str = "en") -> alt.Chart:
     """A lane per op, a cell per layer: how many times its roofline time each op took in each layer."""
     frame = lanes_frame(profile, phase, lang)
-    order = [op_name(op, lang) for op in PASS_OPS]
+    order = [op_name(op, lang, profile) for op in PASS_OPS]
     return alt.Chart(frame, title=alt.Title(label("prof_lanes_title", lang),
                                             subtitle=wrap_lines([label("prof_lanes_sub", lang)], width=52))).mark_rect().encode(
         x=alt.X("layer:O", title=label("layer_axis", lang), axis=alt.Axis(labelAngle=0, values=list(range(0, 200, 5)))),
@@ -177,6 +197,10 @@ GROUPS = {"matmul": ("q_proj", "k_proj", "v_proj", "qkv_proj", "o_proj", "gate_p
           "elementwise": ("act_mul", "act", "residual", "rope_tables", "embed"), "sampling": ("sampling",)}
 
 
+def group_name(group: str, profile: dict | None, lang: str) -> str:
+    return attention_name(profile, lang) if group == "attention" else label(f"prof_group_{group}", lang)
+
+
 def groups_frame(profile: dict | None, lang: str) -> pd.DataFrame:
     """Per kind of op and phase: measured and roofline time summed over its ops and layers."""
     rows = []
@@ -188,7 +212,7 @@ def groups_frame(profile: dict | None, lang: str) -> pd.DataFrame:
             if not mine or predicted <= 0:
                 continue
             bound = max(mine, key=lambda o: o["predicted_ms"])["bound"]
-            rows.append({"group": label(f"prof_group_{group}", lang), "phase": label(f"prof_short_{phase}", lang),
+            rows.append({"group": group_name(group, profile, lang), "phase": label(f"prof_short_{phase}", lang),
                          "measured_ms": measured, "roofline_ms": predicted, "ratio": max(measured / predicted, 0.1),
                          "ratio_text": _ratio_text(measured / predicted), "bound": _bound_name(bound, lang)})
     return pd.DataFrame(rows)
@@ -230,7 +254,7 @@ def summary_md(profile: dict | None, lang: str) -> str:
     frame = groups_frame(profile, lang)
     decode = frame[frame["phase"] == label("prof_short_decode", lang)].set_index("group")
     ratios = decode["measured_ms"] / decode["roofline_ms"]            # unclipped (the chart's floor is 0.1)
-    small = [label(f"prof_group_{g}", lang) for g in ("norms", "elementwise", "attention")]
+    small = [group_name(g, profile, lang) for g in ("norms", "elementwise", "attention")]
     summary = label("prof_summary", lang, n=pre["tokens"], prefill=fmt_ms(pre["forward_ms"]),
                     prefill_x=_ratio_text(pre["forward_ms"] / pre["predicted_ms"]), decode=fmt_ms(dec["forward_ms"]),
                     decode_x=_ratio_text(dec["forward_ms"] / dec["predicted_ms"]))

@@ -50,3 +50,36 @@ def floor_load_note(floor: Floor, lang: str = "en") -> str:
                     for name, load in loads if load is not None)
     cpus = next(load.cpus for _, load in loads if load is not None)
     return label("load_busy_floor", lang, each=each, cpus=cpus)
+
+
+# --- a recording (what a visitor first sees): say the load it was recorded under, or that none was kept --
+def _loads_of_section(section: dict | None, roofline: bool) -> list:
+    section = section or {}
+    loads = [section.get("load")]
+    if roofline:
+        machine = next((h for h in section.get("hardware", []) if h.get("measured")), None)
+        loads.append((machine or {}).get("load"))
+    return loads
+
+
+def recorded_load_note(loads: list, lang: str = "en") -> str:
+    """For a recording: nothing more when a busy load is already said; "recorded on a quiet machine
+    (other work N%)" when every load it kept was quiet; that it kept none, when it has none (a recording
+    made before the load was watched), so a visitor comparing it with a new measurement knows."""
+    kept = [load for load in loads if load is not None]
+    if not kept:
+        return label("load_unrecorded", lang)
+    if any(is_busy(load) for load in kept):
+        return ""                     # the busy note says it
+    others = max(_get(load, "others") for load in kept)
+    return label("load_quiet", lang, others=f"{others:.0%}", cpus=_get(kept[0], "cpus"))
+
+
+def recorded_section_note(section: dict | None, name: str, lang: str = "en") -> str:
+    """A recorded lab experiment's load line (the roofline: its bandwidth measurement's load too)."""
+    return recorded_load_note(_loads_of_section(section, name == "roofline"), lang)
+
+
+def recorded_floor_note(floor: Floor, lang: str = "en") -> str:
+    """A recorded serving floor's load line (each way's load, as recorded)."""
+    return recorded_load_note([floor.mode(name).load for name in MODES], lang)
