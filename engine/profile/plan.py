@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from torch import nn
 
 from engine.errors import InvalidRequest
+from engine.model.attention import FAST_NAME, NAME
 from engine.model.hooks import attention_modules, decoder_layers
 from engine.profile.ops import LAYER_OPS, Layer
 
@@ -129,18 +130,21 @@ def _has_rope(model) -> bool:
 
 
 POSITION_EMBEDDINGS = ("wpe", "embed_positions", "position_embeddings")
+SDPA_WRAPPERS = {NAME: "sdpa", FAST_NAME: "sdpa"}     # the engine's own names for SDPA with its capture beside it
 
 
 def attention_kind(model) -> dict:
     """What this model's attention does, for the op's name: its positions ("rope": rotary tables;
     "learned": a position embedding added to the input, as GPT-2's wpe; "none" seen), the
-    implementation it runs with (config._attn_implementation: "sdpa", "eager", ...) and a soft-cap on
+    implementation it runs with (config._attn_implementation: "sdpa", also for the engine's own SDPA
+    with its capture, "eager", ...) and a soft-cap on
     its scores (Gemma 2's attn_logit_softcapping), all read from the model and its config."""
     c = model.config.get_text_config()
+    impl = getattr(model.config, "_attn_implementation", None)
     learned = any(isinstance(m, nn.Embedding) and name.rsplit(".", 1)[-1] in POSITION_EMBEDDINGS
                   for name, m in model.named_modules())
     return {"positions": "rope" if _has_rope(model) else "learned" if learned else "none",
-            "impl": getattr(model.config, "_attn_implementation", None),
+            "impl": SDPA_WRAPPERS.get(impl, impl),
             "softcap": getattr(c, "attn_logit_softcapping", None)}
 
 

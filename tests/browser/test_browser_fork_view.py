@@ -70,3 +70,7 @@ def test_a_branch_keeps_attention_and_lens_and_shows_its_own_figures(page, shots
     names = page.evaluate("() => [...document.querySelectorAll('#speed-cards .tbt-card-name')].map(e => e.innerText)")
     assert "prefill" not in [n.strip().lower() for n in names], names
     page.locator("#speed-cards").screenshot(path=str(shots / "fork-speed-cards.png"))
+    # the timeline on the branch's own clock (its rows: tests/unit/test_branch_timeline.py): looked at
+    page.wait_for_selector("#timeline .vega-embed canvas, #timeline .vega-embed svg", timeout=60_000)
+    page.locator("#timeline").screenshot(path=str(shots / "fork-timeline.png"))
+    page.locator("#step-times").screenshot(path=str(shots / "fork-step-times.png"))

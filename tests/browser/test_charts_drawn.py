@@ -83,3 +83,23 @@ def test_a_phone_shows_every_chapter_within_its_width(browser, app_url, shots, l
         assert not lost, f"marks declared but not drawn on a phone: {lost}"
     finally:
         context.close()
+
+
+def test_the_floor_charts_draw_without_a_vega_warning(browser, app_url):
+    """Issue 39: the floor's ways chart logged "Conflicting scale property range" (a yOffset beside a
+    fixed height) in the page's console. The serving floor's charts draw with no Vega warning."""
+    context = browser.new_context(locale=LOCALES["en"], **DESKTOP)
+    page = context.new_page()
+    said = []
+    page.on("console", lambda m: said.append(f"{m.type}: {m.text}"))
+    expose_views(page)
+    try:
+        page.goto(app_url)
+        page.wait_for_selector("#output .tbt-recording", timeout=60_000)
+        page.get_by_role("tab", name="9 · Serving floor").click()
+        page.wait_for_function("() => document.querySelector('#floor-modes [data-testid=altair]')?.querySelector('div')?.__tbtView", timeout=60_000)
+        plots_ready(page)
+        vega = [m for m in said if "conflicting" in m.lower() or "vega" in m.lower() or "scale" in m.lower()]
+        assert not vega, vega
+    finally:
+        context.close()

@@ -104,13 +104,15 @@ def test_the_attention_op_is_named_for_what_this_model_does(arch, profiles):
     engine, _, profile = profiles(arch)
     kind = profile["attention"]
     assert kind["positions"] == {"llama": "rope", "gpt2": "learned", "gemma2": "rope"}[arch]
-    assert kind["impl"] == engine.info.attn_implementation
+    from engine.model.attention import FAST_NAME, NAME
+    loaded = engine.info.attn_implementation            # the engine's own SDPA (capture beside it) is SDPA
+    assert kind["impl"] == ("sdpa" if loaded in (NAME, FAST_NAME) else loaded)
     assert bool(kind["softcap"]) == (arch == "gemma2")
     for lang in ("en", "zh"):
         name = attention_name(profile, lang)
         assert name in set(ops_frame(profile, "decode", lang)["op"]) and name in set(groups_frame(profile, lang)["group"])
-        assert (label("prof_attn_rope", lang) in name) == (arch != "gpt2")
-        assert (label("prof_attn_softcap", lang) in name) == (arch == "gemma2")
         impl = label("prof_attn_eager", lang) if kind["impl"] == "eager" else "SDPA" if kind["impl"] == "sdpa" else kind["impl"]
-        assert impl in name
+        parts = [label("prof_attn_learned" if arch == "gpt2" else "prof_attn_rope", lang), impl]
+        parts += [label("prof_attn_softcap", lang)] if arch == "gemma2" else []
+        assert name == label("prof_op_attention", lang, how=label("list_sep", lang).join(parts)), name
     assert "RoPE" not in attention_name({**profile, "attention": None}, "en")     # a profile that did not record it

@@ -192,8 +192,11 @@ def modes_chart(floor: Floor, lang: str = "en") -> alt.HConcatChart:
         opacity=alt.Opacity("q:O", sort=[median, "p95"], scale=alt.Scale(domain=[median, "p95"], range=[1.0, 0.55]),
                             legend=alt.Legend(orient="bottom", title=None)),
         tooltip=[alt.Tooltip("q:N"), alt.Tooltip("v:Q", format=".2f", title=label("floor_seconds", lang))])
-    # the median/p95 legend is the right chart's own, under it (a shared legend sat under the left one)
-    return alt.hconcat(left.properties(width=320, height=120), right.properties(width=320, height=120)
+    # the median/p95 legend is the right chart's own, under it (a shared legend sat under the left one).
+    # Heights by step, not fixed: a fixed height beside a yOffset made Vega-Lite warn of a conflicting
+    # scale range in the page's console; 20 px per bar pair gives both charts the same 3 × 40 px
+    return alt.hconcat(left.properties(width=320, height=alt.Step(40)),
+                       right.properties(width=320, height=alt.Step(20, **{"for": "offset"}))
                        ).resolve_legend(opacity="independent")
 
 
