@@ -13,7 +13,7 @@ from engine.schema.trace import Branch
 from tests.unit.test_viz_data import load
 from ui.chapters.speed import speed_view
 from viz.charts import speed
-from viz.fmt import fmt_ms
+from viz.fmt import fmt_ms, wrap_lines
 from viz.text.labels import label
 
 AT, COPY_MS = 3, 1.75
@@ -66,10 +66,11 @@ def test_a_run_timeline_still_starts_with_its_prefill(lang):
 def test_the_branch_charts_say_which_part_is_the_parents(lang):
     trace, branch = forked("trace_zh.json", rebuilt_ms=812.5)
     cards, timeline, step_times = speed_view(view(trace, "b1"), lang, branch)
-    said = subtitle(timeline)
+    said = speed.branch_subtitle(branch, lang)
     assert said[0] == label("timeline_sub_branch", lang, id="b1", at=AT, last=AT - 1, n=f"{branch.reused_tokens:,}")
     assert said[1] == label("timeline_sub_rebuilt", lang, ms=fmt_ms(812.5))
-    assert subtitle(step_times)[0] == said[0]
+    assert subtitle(timeline) == wrap_lines(said, 110)                   # wrapped to the chart's width
+    assert subtitle(step_times)[:len(wrap_lines(said, 90))] == wrap_lines(said, 90)
     data = step_times.to_dict()["datasets"]
     rows = next(iter(data.values()))
     assert [r["step"] for r in rows] == [s.index for s in branch.steps]

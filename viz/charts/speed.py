@@ -120,7 +120,7 @@ def timeline_chart(trace: Trace, lang: str = "en", branch: Branch | None = None)
         layers.append(alt.Chart(mark).mark_text(align="left", dx=5, dy=6, baseline="top", color=INK,
                                                 fontSize=13, fontWeight="bold").encode(
             x="t_ms:Q", y=alt.value(0), text="text:N"))
-    subtitle = (branch_subtitle(branch, lang) if branch is not None else
+    subtitle = (wrap_lines(branch_subtitle(branch, lang), 110) if branch is not None else
                 [label("timeline_sub_served" if trace.served else "timeline_sub", lang)])
     return alt.layer(*layers, title=alt.Title(label("timeline_title", lang), subtitle=subtitle,
                                               )).properties(width=720, height=140)
@@ -157,7 +157,7 @@ def step_times_chart(trace: Trace, lang: str = "en", branch: Branch | None = Non
     subtitle = ([label("step_times_sub_served", lang)] if trace.served else
                 [label("step_times_sub", lang), label("forward_tick", lang)])
     if branch is not None:
-        subtitle = branch_subtitle(branch, lang) + subtitle[1:]
+        subtitle = wrap_lines(branch_subtitle(branch, lang), 90) + subtitle[1:]
     return alt.layer(*([bars] if trace.served else [bars, dots]), title=alt.Title(
         label("step_times_title", lang), subtitle=subtitle,
     )).properties(width=alt.Step(18) if len(steps) > 30 else 600, height=260)
