@@ -99,7 +99,7 @@ def test_a_sliding_layer_reads_only_its_window(arch, profiles):
 def test_the_attention_op_is_named_for_what_this_model_does(arch, profiles):
     """Issue 39: "attention (RoPE, SDPA)" was every model's label; GPT-2 has learned positions (no RoPE),
     Gemma 2 soft-caps its scores. The name comes from the model: its modules, its config, its kernel."""
-    from viz.charts.profile import attention_name, groups_frame, ops_frame
+    from viz.charts.profile import attention_name, groups_frame, list_sep, ops_frame
     from viz.text.labels import label
     engine, _, profile = profiles(arch)
     kind = profile["attention"]
@@ -114,5 +114,5 @@ def test_the_attention_op_is_named_for_what_this_model_does(arch, profiles):
         impl = label("prof_attn_eager", lang) if kind["impl"] == "eager" else "SDPA" if kind["impl"] == "sdpa" else kind["impl"]
         parts = [label("prof_attn_learned" if arch == "gpt2" else "prof_attn_rope", lang), impl]
         parts += [label("prof_attn_softcap", lang)] if arch == "gemma2" else []
-        assert name == label("prof_op_attention", lang, how=label("list_sep", lang).join(parts)), name
+        assert name == label("prof_op_attention", lang, how=list_sep(lang).join(parts)), name
     assert "RoPE" not in attention_name({**profile, "attention": None}, "en")     # a profile that did not record it

@@ -48,7 +48,12 @@ def attention_name(profile: dict | None, lang: str) -> str:
         parts.append(label("prof_attn_eager", lang) if impl == "eager" else IMPLS.get(impl, str(impl)))
     if kind.get("softcap"):
         parts.append(label("prof_attn_softcap", lang))
-    return label("prof_op_attention", lang, how=label("list_sep", lang).join(parts))
+    return label("prof_op_attention", lang, how=list_sep(lang).join(parts))
+
+
+def list_sep(lang: str) -> str:
+    """Between the parts of a list in a name: the enumeration comma in Chinese."""
+    return "、" if lang == "zh" else ", "
 
 
 def _phase_title(profile: dict, phase: str, lang: str) -> str:
