@@ -196,3 +196,6 @@ def test_status_reports_what_the_process_holds_beside_its_caps(client):
     assert memory["rss_mb"] > 100, memory
     assert 0 < memory["prefix_cache_bytes"] <= limits["prefix_cache_bytes"], (memory, limits)
     assert {"malloc_trim", "trims", "trim_ms"} <= set(memory)
+    # the sessions the page holds (this client's among them), those waiting out their grace, those dropped
+    assert memory["sessions"] >= 1, memory
+    assert all(isinstance(memory[k], int) for k in ("sessions", "sessions_leaving", "sessions_dropped")), memory

@@ -15,7 +15,7 @@ from transformers import DynamicCache
 from engine.run.kv_cache import cache_bytes
 from engine.run.prefixes import Prefixes, held_bytes
 from ui.host.recordings import recorded
-from ui.host.sessions import SessionReaper
+from ui.host.sessions import SessionReaper, describe
 
 LAYERS, KV_HEADS, HEAD_DIM = 2, 3, 8
 
@@ -96,6 +96,21 @@ def test_a_session_goes_after_its_grace_and_a_reconnected_one_stays():
     assert "gone" not in holder and "gone" not in holder.time_last_used
     assert "back" in holder and holder["back"][state._id] == "a trace"
     assert reaper.waiting() == 0
+
+
+def test_the_sessions_held_leaving_and_dropped_are_counted():
+    demo, holder, state, _ = small_demo()
+    reaper = SessionReaper(grace_s=60)
+    reaper.attach(demo)
+    assert describe(demo) == {"sessions": 0, "sessions_leaving": 0, "sessions_dropped": 0}
+    for s in ("a", "b", "c"):
+        holder[s][state._id] = "a trace"
+    reaper.left(SimpleNamespace(session_hash="a"))
+    reaper.left(SimpleNamespace(session_hash="b"))
+    assert describe(demo) == {"sessions": 3, "sessions_leaving": 2, "sessions_dropped": 0}
+    reaper.sweep(datetime.datetime.now() + datetime.timedelta(seconds=61))
+    assert describe(demo) == {"sessions": 1, "sessions_leaving": 0, "sessions_dropped": 2}
+    assert describe(None)["sessions"] == 0
 
 
 @pytest.fixture(scope="module")

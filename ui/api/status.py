@@ -6,19 +6,22 @@ import dataclasses
 
 import gradio as gr
 from gradio import FileData
+from gradio.context import Context
 
 from engine.host import memory
 from engine.host.house import HOUSE
 from engine.schema.trace import Trace
 
 from ui.api.args import file_path, lang_of_caller
+from ui.host import sessions
 from ui.host.uploads import read_upload
 
 
-def memory_now(models) -> dict:
+def memory_now(models, demo=None) -> dict:
     """What the process holds now, beside the caps in "limits": its resident memory (with its
-    children's), the bytes the kept prefix caches pin (what TBT_PREFIX_CACHE_MB bounds) and the
-    allocator trims after runs (engine/host/memory.py)."""
+    children's), the bytes the kept prefix caches pin (what TBT_PREFIX_CACHE_MB bounds), the
+    allocator trims after runs (engine/host/memory.py) and the visitors' sessions the page holds,
+    leaving and dropped (ui/host/sessions.py)."""
     import psutil
     me = psutil.Process()
     rss = me.memory_info().rss
@@ -28,12 +31,14 @@ def memory_now(models) -> dict:
         except psutil.Error:
             pass
     held = sum(e.prefixes.held() for e in list(models.engines.values()))
-    return {"rss_mb": round(rss / 2**20, 1), "prefix_cache_bytes": held, **memory.describe()}
+    return {"rss_mb": round(rss / 2**20, 1), "prefix_cache_bytes": held, **memory.describe(),
+            **sessions.describe(demo)}
 
 
 class StatusEndpoints:
     def __init__(self, models):
         self.models = models
+        self.demo = None              # the page whose sessions /status counts (set in declare)
 
     def read_trace(self, file: FileData, request: gr.Request = None) -> str:
         """Read a trace JSON file exactly as the page's upload does; returns what it holds, in one line."""
@@ -57,9 +62,10 @@ class StatusEndpoints:
                 # the house's heavy work now (compile, lab, evaluation, load sweep): each job stands
                 # still while any visitor's run is in progress (engine/host/house.py)
                 "house": HOUSE.describe(),
-                "memory": memory_now(models),
+                "memory": memory_now(models, self.demo),
                 "limits": dataclasses.asdict(engine.limits)}
 
     def declare(self) -> None:
+        self.demo = Context.root_block            # declared inside the page's gr.Blocks
         gr.api(self.read_trace, api_name="read_trace")
         gr.api(self.status, api_name="status", queue=False)

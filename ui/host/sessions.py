@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import datetime
 import threading
+import weakref
 
 import gradio as gr
 
 
 # a session used this long after its unload has reconnected (the unload event itself uses it once)
 RECONNECTED = datetime.timedelta(seconds=5)
+_REAPERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # demo -> its reaper (for /status)
 
 
 class SessionReaper:
@@ -40,6 +42,7 @@ class SessionReaper:
     def attach(self, demo: gr.Blocks) -> None:
         """Listen for leaving visitors on `demo` (inside its `with gr.Blocks()`)."""
         self.demo = demo
+        _REAPERS[demo] = self
         demo.unload(self.left)
 
     def left(self, request: gr.Request) -> None:
@@ -69,6 +72,19 @@ class SessionReaper:
 
     def waiting(self) -> int:
         return len(self._left)
+
+
+def describe(demo: gr.Blocks | None) -> dict:
+    """The sessions `demo` holds now (Gradio's state holder: each has its copy of the page), those
+    whose visitors left and wait out their grace, and those the reaper dropped since the start."""
+    holder = getattr(demo, "state_holder", None)
+    reaper = _REAPERS.get(demo) if demo is not None else None
+    held = 0
+    if holder is not None:
+        with holder.lock:
+            held = len(holder.session_data)
+    return {"sessions": held, "sessions_leaving": reaper.waiting() if reaper else 0,
+            "sessions_dropped": reaper.dropped if reaper else 0}
 
 
 def drop_session(holder, session: str) -> None:
