@@ -75,3 +75,18 @@ def test_a_link_keeps_zero_values_and_leaves_out_empty_ones():
     from ui.share.links import link
     url = link("http://h/", open="explore", step=0, top_k=0, branch="", present="", lang="zh")
     assert url == "http://h/?open=explore&step=0&top_k=0&lang=zh"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_chapter_download_of_a_branch_carries_the_branch_cards(lang):
+    """The Speed chapter's download while a branch is on show: its cards are the branch's (as on the
+    page), not the run's prefill and TTFT."""
+    from tests.unit.test_branch_timeline import forked
+    from ui.share.charts_out import chapter_files
+    trace, branch = forked("trace_en_sampled.json" if lang == "en" else "trace_zh.json")
+    run_svg, branch_svg = (export.svg(export.slide(speed_cards_chart(trace, lang, b), fit=False)) for b in (None, branch))
+    assert label("prefill_rate", lang) in run_svg and label("prefill_rate", lang) not in branch_svg
+    assert label("branch_reused", lang) in branch_svg
+    paths = chapter_files("speed", [], trace, lang, branch=branch)
+    drawn = next(p for p in paths if p.endswith(".svg"))
+    assert label("branch_reused", lang) in open(drawn, encoding="utf-8").read()

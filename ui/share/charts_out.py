@@ -45,8 +45,9 @@ def write(name: str, chart, formats=("svg", "png"), fit: bool = True) -> list[st
     return paths
 
 
-def chapter_files(chapter: str, plots: list[tuple[str, object]], trace, lang: str) -> list[str]:
-    """The chapter's charts as SVG and PNG: each drawn plot (elem_id, value) and the chapter's cards."""
+def chapter_files(chapter: str, plots: list[tuple[str, object]], trace, lang: str, branch=None) -> list[str]:
+    """The chapter's charts as SVG and PNG: each drawn plot (elem_id, value) and the chapter's cards
+    (`branch`: the branch on show, whose own figures the speed cards are, as on the page)."""
     paths = []
     for elem_id, value in plots:
         if value is None or is_notice(export.spec_of(value)):
@@ -54,7 +55,8 @@ def chapter_files(chapter: str, plots: list[tuple[str, object]], trace, lang: st
         paths += write(f"{chapter}-{elem_id}", value)
     if trace is not None and chapter in CARDS:
         name, draw = CARDS[chapter]
-        paths += write(f"{chapter}-{name}", draw(trace, lang), fit=False)
+        drawn = draw(trace, lang, branch) if chapter == "speed" else draw(trace, lang)
+        paths += write(f"{chapter}-{name}", drawn, fit=False)
     return paths
 
 

@@ -28,7 +28,7 @@ from gradio.i18n import I18nData
 from engine import EngineError
 from engine.host.shared_runs import store
 from engine.run.request import PLAYGROUND
-from engine.schema.branches import ROOT, view
+from engine.schema.branches import ROOT, find, view
 
 from viz.text.strings import LANGS
 
@@ -249,10 +249,12 @@ class Share:
                                    ex.chapters, ex.prompt]))
 
     # --- charts and decks --------------------------------------------------------------------------
-    def chapter_charts(self, chapter, trace, lang, *values):
+    def chapter_charts(self, chapter, trace, tree, branch, lang, *values):
+        """The chapter's charts as on the page; its cards of the branch on show, if one is."""
         plots = [(p.elem_id, v) for p, v in zip(self.all_plots, values)
                  if p in self.plots.get(chapter, [])]
-        paths = chapter_files(chapter, plots, trace, lang)
+        shown = find(tree, branch) if tree is not None and branch and branch != ROOT else None
+        paths = chapter_files(chapter, plots, trace, lang, branch=shown)
         return gr.update(value=paths, visible=True)
 
     @property
@@ -284,7 +286,7 @@ class Share:
         made = wt_bar.link_btn.click(self.walkthrough_link, [self.live, self.lang, self.present, wt_bar.page,
                                                              wt_bar.step], wt_bar.link, js=PAGE_JS, **PRIVATE)
         made.success(None, wt_bar.link, None, js=COPY_JS, **PRIVATE)
-        bar.export_btn.click(self.chapter_charts, [self.chapter, ex.trace, self.lang, *self.all_plots], bar.files,
+        bar.export_btn.click(self.chapter_charts, [self.chapter, ex.trace, ex.tree, ex.branch, self.lang, *self.all_plots], bar.files,
                              concurrency_limit=2, concurrency_id="charts-out", **PRIVATE)
         bar.deck_btn.click(self.explore_deck, [ex.trace, self.lang], bar.files, concurrency_limit=2,
                            concurrency_id="charts-out", **PRIVATE)

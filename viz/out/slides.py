@@ -15,8 +15,9 @@ import unicodedata
 import altair as alt
 import pandas as pd
 
-from engine.schema.trace import Trace
+from engine.schema.trace import Branch, Trace
 
+from viz.html.branch_cards import branch_speed_figures
 from viz.html.cards import speed_figures
 from viz.html.chips import PALETTE, token_groups
 from viz.fmt import HEX_FRAGMENT, WHITESPACE_SIGNS, device_name, visible
@@ -79,10 +80,11 @@ def _chart(rects: list[dict], texts: list[dict], height: float, title: str, subt
         width=WIDTH, height=height, title=alt.Title(title, subtitle=subtitle or alt.Undefined))
 
 
-def speed_cards_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
+def speed_cards_chart(trace: Trace, lang: str = "en", branch: Branch | None = None) -> alt.LayerChart:
     """The speed cards (TTFT, TPOT, end-to-end, tokens/s, prefill, ...) as a picture: the figures,
-    their definitions and the line under them, as speed_html shows them."""
-    figures, foot = speed_figures(trace, lang)
+    their definitions and the line under them, as speed_html shows them (`branch`: as
+    branch_speed_html shows a branch on show)."""
+    figures, foot = speed_figures(trace, lang) if branch is None else branch_speed_figures(trace, branch, lang)
     columns, gap, pad = 4, 16, 14
     card_w = (WIDTH - gap * (columns - 1)) / columns
     rects, texts, y = [], [], 0.0
