@@ -148,6 +148,16 @@ def attention_kind(model) -> dict:
             "softcap": getattr(c, "attn_logit_softcapping", None)}
 
 
+def activation(model) -> str | None:
+    """The MLP's activation as the config names it ("silu", "gelu_pytorch_tanh", "gelu_new", ...): the
+    name of the profile's activation op and group."""
+    c = model.config.get_text_config()
+    for key in ("hidden_activation", "hidden_act", "activation_function"):
+        if isinstance(getattr(c, key, None), str):
+            return getattr(c, key)
+    return None
+
+
 def layer_plans(model) -> list[LayerPlan]:
     """Every decoder layer's plan (the module docstring says what it holds)."""
     config, out = model.config, []

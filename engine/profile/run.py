@@ -25,7 +25,7 @@ from engine.errors import InvalidRequest
 from engine.lab import host
 from engine.profile.measure import time_pass
 from engine.profile.ops import FAMILY, LAYER_OPS, Dims, predicted
-from engine.profile.plan import attention_kind, layer_plans
+from engine.profile.plan import activation, attention_kind, layer_plans
 from engine.run.sampling import pick, warpers
 from engine.schema.specs import dtype_bytes
 from engine.schema.trace import Trace
@@ -155,6 +155,7 @@ def profile_trace(engine, trace: Trace, step: int | None = None, repeats: int = 
         "run_ms": {"prefill": trace.prefill.ms if trace.prefill else None, "decode": trace.steps[step].forward_ms},
         "load": load.result(),
         "attention": attention_kind(engine.model),     # the attention op's name: positions, implementation, soft-cap
+        "activation": activation(engine.model),        # the MLP activation's name (SiLU, GELU, ...)
         "phases": {
             "prefill": _phase(engine, first, dims, len(prompt), len(prompt),
                               {"sampling": sample[0], "watching": watch[0]}, hw),

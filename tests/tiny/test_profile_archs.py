@@ -116,3 +116,17 @@ def test_the_attention_op_is_named_for_what_this_model_does(arch, profiles):
         parts += [label("prof_attn_softcap", lang)] if arch == "gemma2" else []
         assert name == label("prof_op_attention", lang, how=list_sep(lang).join(parts)), name
     assert "RoPE" not in attention_name({**profile, "attention": None}, "en")     # a profile that did not record it
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2", "gemma2"])
+def test_the_activation_is_named_for_this_model(arch, profiles):
+    """SiLU was every model's MLP activation in the profile's names; GPT-2 and Gemma 2 use GELU."""
+    from viz.charts.profile import group_name, ops_frame
+    _, _, profile = profiles(arch)
+    act = {"llama": "SiLU", "gpt2": "GELU", "gemma2": "GELU"}[arch]
+    for lang in ("en", "zh"):
+        group = group_name("elementwise", profile, lang)
+        assert group.startswith(act) and ("SiLU" in group) == (act == "SiLU"), group
+        ops = set(ops_frame(profile, "decode", lang)["op"])
+        assert not any("SiLU" in op for op in ops) or act == "SiLU", ops
+    assert group_name("elementwise", {**profile, "activation": None}, "en").startswith("activation")

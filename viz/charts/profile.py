@@ -28,7 +28,19 @@ FLOOR_MS = 1e-4          # a log axis cannot show 0: times below 0.1 µs are dra
 
 
 def op_name(op: str, lang: str, profile: dict | None = None) -> str:
-    return attention_name(profile, lang) if op == "attention" else label(f"prof_op_{op}", lang)
+    if op == "attention":
+        return attention_name(profile, lang)
+    return label(f"prof_op_{op}", lang, act=activation_name(profile, lang)) if op == "act_mul" else label(f"prof_op_{op}", lang)
+
+
+ACTIVATIONS = {"silu": "SiLU", "swish": "SiLU", "relu": "ReLU", "gelu": "GELU"}
+
+
+def activation_name(profile: dict | None, lang: str) -> str:
+    """The MLP activation the profile recorded ("gelu_pytorch_tanh" -> "GELU"); "activation" where it
+    recorded none (an older profile)."""
+    act = str((profile or {}).get("activation") or "")
+    return ACTIVATIONS.get(act) or ("GELU" if act.startswith("gelu") else label("prof_act_plain", lang))
 
 
 IMPLS = {"sdpa": "SDPA", "eager": "eager", "flash_attention_2": "FlashAttention 2", "flash_attention_3": "FlashAttention 3",
@@ -203,7 +215,9 @@ GROUPS = {"matmul": ("q_proj", "k_proj", "v_proj", "qkv_proj", "o_proj", "gate_p
 
 
 def group_name(group: str, profile: dict | None, lang: str) -> str:
-    return attention_name(profile, lang) if group == "attention" else label(f"prof_group_{group}", lang)
+    if group == "attention":
+        return attention_name(profile, lang)
+    return label(f"prof_group_{group}", lang, act=activation_name(profile, lang))
 
 
 def groups_frame(profile: dict | None, lang: str) -> pd.DataFrame:
