@@ -199,3 +199,4 @@ def test_status_reports_what_the_process_holds_beside_its_caps(client):
     # the sessions the page holds (this client's among them), those waiting out their grace, those dropped
     assert memory["sessions"] >= 1, memory
     assert all(isinstance(memory[k], int) for k in ("sessions", "sessions_leaving", "sessions_dropped")), memory
+    assert status["runs_at_once"] >= 1           # with the per-run caps: what runs in flight may hold

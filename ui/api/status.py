@@ -8,6 +8,7 @@ import gradio as gr
 from gradio import FileData
 from gradio.context import Context
 
+from engine import environment
 from engine.host import memory
 from engine.host.house import HOUSE
 from engine.schema.trace import Trace
@@ -63,6 +64,7 @@ class StatusEndpoints:
                 # still while any visitor's run is in progress (engine/host/house.py)
                 "house": HOUSE.describe(),
                 "memory": memory_now(models, self.demo),
+                "runs_at_once": environment.concurrency(),     # each holds at most its captures' caps
                 "limits": dataclasses.asdict(engine.limits)}
 
     def declare(self) -> None:
