@@ -33,6 +33,7 @@ import gradio as gr
 # after (main), so a visitor sees it in seconds (tests/unit/test_startup.py keeps it so).
 from engine import EngineError
 from engine.compiled.main_thread import MAIN
+from engine.host import memory
 from engine.served import endpoints_from_env
 from ui import api
 from ui.chapters.explore import Explore
@@ -98,6 +99,7 @@ def first_update(sync, head: Header, explore: Explore, walk: tuple, shared: Shar
 
 
 def main() -> None:
+    memory.limit_arenas()          # TBT_MALLOC_ARENAS, before the server's threads take arenas (engine/host/memory.py)
     parser = argparse.ArgumentParser(description="Token by Token")
     parser.add_argument("--model", default=None, help="hub id or local folder (default: embedded SmolLM2-135M)")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))

@@ -4,6 +4,10 @@ session goes when the visitor has left, and the cached recordings stay as their 
 from __future__ import annotations
 
 import datetime
+import os
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import gradio as gr
@@ -156,3 +160,48 @@ def test_the_house_trims_malloc_once_the_last_run_ends(monkeypatch):
     house.run_begins()
     house.run_ends()
     assert memory.trims == done and not memory.describe()["malloc_trim"]
+
+
+ARENAS_PROBE = """
+import ctypes, os, sys, tempfile, threading
+sys.path.insert(0, {root!r})
+from engine.host import memory
+cap = memory.limit_arenas()
+libc = memory.LIBC
+libc.malloc.restype, libc.fopen.restype = ctypes.c_void_p, ctypes.c_void_p
+libc.fopen.argtypes, libc.malloc_info.argtypes = [ctypes.c_char_p, ctypes.c_char_p], [ctypes.c_int, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+both = threading.Barrier(9)
+def allocate():                      # a thread's first malloc takes an arena of its own, under the cap
+    libc.malloc(1000)
+    both.wait()
+    both.wait()
+threads = [threading.Thread(target=allocate) for _ in range(8)]
+for t in threads:
+    t.start()
+both.wait()
+path = tempfile.mktemp()
+fp = libc.fopen(path.encode(), b"w")
+libc.malloc_info(0, fp)              # glibc's own account: one <heap nr=...> per arena
+libc.fclose(fp)
+both.wait()
+print(cap, open(path).read().count("<heap nr="), memory.describe()["malloc_arenas"])
+"""
+
+
+@pytest.mark.parametrize("env, cap", [({"TBT_MALLOC_ARENAS": "2"}, 2), ({}, 2), ({"TBT_MALLOC_ARENAS": "0"}, None),
+                                      ({"MALLOC_ARENA_MAX": "3", "TBT_MALLOC_ARENAS": "2"}, 3)])
+def test_the_arena_cap_holds_for_the_threads_started_after_it(env, cap):
+    from engine.host import memory
+    if memory.LIBC is None:
+        pytest.skip("not glibc")
+    base = {k: v for k, v in os.environ.items() if k not in ("TBT_MALLOC_ARENAS", "MALLOC_ARENA_MAX")}
+    root = str(Path(__file__).resolve().parents[2])
+    out = subprocess.run([sys.executable, "-c", ARENAS_PROBE.format(root=root)], env={**base, **env},
+                         capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    set_cap, heaps, shown = int(out[0]) if out[0] != "None" else None, int(out[1]), out[2]
+    assert set_cap == cap and shown == str(cap)
+    if cap is None:
+        assert heaps > 3                 # glibc's own (8 a core): the main arena and most of the 8 threads'
+    else:
+        assert heaps == cap
