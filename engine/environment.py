@@ -95,6 +95,12 @@ def max_models() -> int:
     return max(1, integer("TBT_MAX_MODELS", 2))
 
 
+def model_wait_s() -> float:
+    """How long a visitor's call waits for a model that is still loading (TBT_MODEL_WAIT_S) before it is
+    told to try again: a big hub model takes minutes; a load that takes longer is stuck."""
+    return max(1.0, number("TBT_MODEL_WAIT_S", 900.0))
+
+
 def models() -> list[str]:
     """TBT_MODELS: the comma-separated model ids visitors may pick ("embedded" is the wheel's model)."""
     return [m.strip() for m in text("TBT_MODELS").split(",") if m.strip()]

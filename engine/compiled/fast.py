@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 # static cache lengths compiled; a run takes the smallest that holds it, a longer one decodes eagerly
 # (one package is ~0.7 GB of prepacked weights in memory: a second would double it)
 BUCKETS = (512,)
+BUILD_WAIT_S = 1800.0     # compile_now waits this long for the back room's build (minutes on 2 cores)
 
 
 def bucket_for(tokens: int, context: int) -> int | None:
@@ -114,7 +115,10 @@ class FastPath:
         """Build the package in this process unless it is on disk, load it, and return its state."""
         worker = self._worker
         if worker is not None and worker.is_alive():       # one build of a package at a time
-            worker.join()
+            worker.join(BUILD_WAIT_S)
+            if worker.is_alive():                          # a build that hangs: say so, do not start another
+                log.warning("the back room's build of the compiled step is still going after %d s", BUILD_WAIT_S)
+                return self._state.get(bucket, "building")
         if bucket in self._steps:
             return "ready"
         path = self.package(bucket)

@@ -19,6 +19,8 @@ from engine.errors import EngineError
 from engine.floor.watch import Clock, Watcher
 from engine.schema.floor import CacheFacts, FloorSettings, Lane, Mode
 
+FEEDER_WAIT_S = 30.0       # the request feeder, told to stop, is waited for this long
+
 
 class FloorStopped(EngineError):
     """The run was cancelled or ran past its time budget."""
@@ -75,7 +77,7 @@ def serve(engine, inputs: list[list[int]], arrival_s: list[float], s: FloorSetti
         unfinished = len(results) < len(ids)
         if unfinished:
             stop.set()                   # the feeder stops adding requests too
-        feeder.join()
+        feeder.join(FEEDER_WAIT_S)       # it looks at `stop` every 5 ms; one stuck in add_request is left, daemon
         manager.stop(block=True, timeout=30, hard_stop=unfinished)   # a stop does not wait for the rest
         manager.destroy()
     lanes = [_lane(rid, results[rid], arrived[rid], clock, watcher, i) for i, rid in enumerate(ids)]

@@ -33,6 +33,7 @@ from pathlib import Path
 from engine.errors import EngineError
 from engine.host.house import HOUSE
 
+CHILD_EXIT_S = 30.0    # a child that closed its output (or was killed) is waited for this long
 ROOT = Path(__file__).resolve().parents[2]     # the repository: `python -m engine.host.job` runs there
 _children: set[subprocess.Popen] = set()
 _children_lock = threading.Lock()
@@ -80,13 +81,19 @@ def call(kind: str, what: str, target: str, kwargs: dict | None = None, model: s
                         progress(message["progress"], message.get("text", ""))
                 else:
                     answer = message
-            proc.wait()
+            try:
+                proc.wait(timeout=CHILD_EXIT_S)        # it closed its end: it is exiting (else: killed below)
+            except subprocess.TimeoutExpired:
+                pass
             stood = {"pauses": job.pauses, "visitor_runs_between": job.runs_between,
                      "paused_s": round((HOUSE.ledger.paused_ns() - paused_before) / 1e9, 2)}
     finally:
         if proc.poll() is None:                        # the caller went away (or an error here)
             _signal(proc, signal.SIGKILL)
-            proc.wait()
+            try:
+                proc.wait(timeout=CHILD_EXIT_S)
+            except subprocess.TimeoutExpired:          # not reaped yet: atexit's sweep tries again
+                pass
         with _children_lock:
             _children.discard(proc)
     if "result" in answer:

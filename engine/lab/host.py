@@ -93,6 +93,7 @@ def figures(device: torch.device | str, dtype, hold=None) -> dict:
 
 # --- how busy the machine is while something is measured ----------------------------------------
 TICK_S = 1.0
+WATCH_WAIT_S = 10.0
 
 
 def _cpu_jiffies() -> tuple[int, int, int, int] | None:
@@ -163,4 +164,4 @@ def watching_load():
         yield watch
     finally:
         watch.stop.set()
-        watch.thread.join()
+        watch.thread.join(WATCH_WAIT_S)      # it wakes on `stop` at once; a read of /proc/stat cannot hold it long

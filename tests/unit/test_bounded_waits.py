@@ -88,3 +88,63 @@ def test_a_temp_folder_keeps_its_newest_files(tmp_path, monkeypatch):
         (place.fresh() / f"f{i}").write_text(str(i))
     kept = sorted(p.name for p in place.path().glob("*/*"))
     assert len(kept) <= 3 and "f5" in kept and "f0" not in kept
+
+
+def test_a_call_waiting_for_a_model_that_never_loads_is_told_to_try_again():
+    """The page is up before its model; a load that hangs must not hold the visitor's worker for ever:
+    the default model's wait, the first model's imports and another model's load each give up."""
+    import gradio as gr
+
+    from ui.host import models
+    m = models.Models(["embedded", "other/model"], load=False)     # the default never finishes loading
+    try:
+        with pytest.raises(gr.Error, match="still loading"):
+            m.wait("en", timeout_s=0.05)
+        with pytest.raises(models.StillLoading, match="still loading"):
+            models.first_model_loaded(timeout_s=0.05)
+        m._ready.set()                                          # the default is in; another call loads "other"
+        m._loading["other/model"] = gate = threading.Lock()
+        gate.acquire()
+        with pytest.raises(gr.Error, match="仍在加载"):
+            m.get("other/model", "zh", timeout_s=0.05)
+    finally:
+        models._IMPORTED.set()                                  # other tests' page is not starting up
+
+
+def test_a_compile_that_hangs_in_the_back_room_does_not_hold_compile_now(monkeypatch):
+    from engine.compiled import fast
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait, args=(60,), daemon=True)
+    worker.start()
+    path = object.__new__(fast.FastPath)                     # only what compile_now reads before it would build
+    path._worker, path._state = worker, {512: "building"}
+    monkeypatch.setattr(fast, "BUILD_WAIT_S", 0.05)
+    try:
+        assert path.compile_now("watch", 512) == "building"
+    finally:
+        release.set()
+
+
+def test_a_load_watch_whose_last_sample_hangs_does_not_hold_the_measurement(monkeypatch):
+    from engine.lab import host
+    release, calls = threading.Event(), []
+    real = host.LoadWatch._sample
+
+    def sample(self):
+        calls.append(1)
+        if len(calls) > 1:
+            release.wait(60)          # a read that never returns
+        return real(self)
+    monkeypatch.setattr(host.LoadWatch, "_sample", sample)
+    monkeypatch.setattr(host, "WATCH_WAIT_S", 0.05)
+    done = threading.Event()
+
+    def measure():
+        with host.watching_load():
+            pass
+        done.set()
+    threading.Thread(target=measure, daemon=True).start()
+    try:
+        assert done.wait(30)
+    finally:
+        release.set()

@@ -117,9 +117,11 @@ def test_a_projector_gets_the_narration_and_the_page_the_details():
     from tests.paths import ROOT
     css = (ROOT / "assets" / "page.css").read_text(encoding="utf-8")
     assert "body.tbt-present .tbt-wt-more { display: none" in css
+    from ui.walkthrough.steps import STEPS
     page = strings.page()
+    steps = range(len(STEPS))
     assert all(len(page[f"wt_{i}_text"]["en"]) <= 600 and len(page[f"wt_{i}_text"]["zh"]) <= 280
-               for i in range(8)), [(i, len(page[f"wt_{i}_text"]["en"])) for i in range(8)]
+               for i in steps), [(i, len(page[f"wt_{i}_text"]["en"])) for i in steps]
 
 
 def test_the_tokens_chapter_counts_the_template_only_when_one_was_applied():
@@ -146,8 +148,10 @@ def test_every_chapter_says_what_its_numbers_are():
     """Each chapter's legend (under its introduction in Explore, under the narration in the
     walkthrough) names what is measured, and only the chapters with a formula or a projection
     name those."""
+    from ui.walkthrough.steps import STEPS
     page = strings.page()
-    for i in range(8):
+    assert {f"wt_{i}_legend" for i in range(len(STEPS))} == {k for k in page if k.endswith("_legend") and k.startswith("wt_")}
+    for i, step in enumerate(STEPS):
         en, zh = page[f"wt_{i}_legend"]["en"], page[f"wt_{i}_legend"]["zh"]
         assert "**Measured**" in en and "**实测**" in zh, i
-        assert ("**Projection**" in en) == ("**推算**" in zh) == (i in (2, 5)), i
+        assert ("**Projection**" in en) == ("**推算**" in zh) == (step.chapter in ("kv", "lab")), i

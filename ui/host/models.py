@@ -39,9 +39,24 @@ _IMPORTED = threading.Event()
 _IMPORTED.set()
 
 
-def first_model_loaded() -> None:
+class StillLoading(EngineError):
+    """A model a call needs was still loading when the call's wait ran out (TBT_MODEL_WAIT_S)."""
+
+    def __init__(self, waited_s: float):
+        super().__init__(f"the model is still loading after {waited_s:.0f} s; try again in a minute", "model_loading")
+
+
+def waited(ready, timeout_s: float | None = None) -> None:
+    """Wait for `ready` (an Event's `wait` or a Lock's `acquire`) at most the host's model wait, or
+    raise StillLoading: no worker thread waits for ever on a load that hangs."""
+    limit = environment.model_wait_s() if timeout_s is None else timeout_s
+    if not ready(timeout=limit):
+        raise StillLoading(limit)
+
+
+def first_model_loaded(timeout_s: float | None = None) -> None:
     """Until the app's first model is loaded, with its imports (at once everywhere else)."""
-    _IMPORTED.wait()
+    waited(_IMPORTED.wait, timeout_s)
 
 
 def torch_side(module: str):
@@ -134,15 +149,20 @@ class Models:
     def loaded(self) -> bool:
         return self._ready.is_set() and self._failed is None
 
-    def wait(self, lang: str = "en") -> None:
-        """Until the default model is loaded (the page may be up before it is)."""
-        self._ready.wait()
+    def wait(self, lang: str = "en", timeout_s: float | None = None) -> None:
+        """Until the default model is loaded (the page may be up before it is), at most the host's
+        model wait: then the visitor is told to try again."""
+        try:
+            waited(self._ready.wait, timeout_s)
+        except StillLoading:
+            raise refuse("model_loading", lang) from None
         if self._failed is not None:
             raise refuse("model_failed", lang) from None
 
-    def get(self, model_id: str | None, lang: str = "en") -> Engine:
-        """The engine for an allowed model, loading it on first use; a refusal is said in `lang`."""
-        self.wait(lang)
+    def get(self, model_id: str | None, lang: str = "en", timeout_s: float | None = None) -> Engine:
+        """The engine for an allowed model, loading it on first use; a refusal is said in `lang`. A call
+        that finds another loading the same model waits for that load at most the host's model wait."""
+        self.wait(lang, timeout_s)
         model_id = model_id or self.default
         if model_id not in self.allowed:
             raise refuse("model_not_offered", lang, model=repr(model_id)[:80])
@@ -151,7 +171,12 @@ class Models:
                 self.engines.move_to_end(model_id)
                 return self.engines[model_id]
             gate = self._loading.setdefault(model_id, threading.Lock())
-        with gate:                                      # only callers of this same model wait here
+        try:
+            waited(gate.acquire, timeout_s)             # only callers of this same model wait here
+        except StillLoading:
+            raise refuse("model_loading", lang) from None
+        with ExitStack() as held:
+            held.callback(gate.release)
             with self._lock:
                 if model_id in self.engines:            # loaded while we waited at the gate
                     return self.engines[model_id]
