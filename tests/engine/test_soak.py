@@ -1,6 +1,7 @@
-"""Memory over many runs: 50 sequential runs on the shared engine (attention capture on every other
-one, some cancelled mid-run, some rejected) leave the process's resident memory within 50 MB of
-where it started, and trace files kept for download are evicted beyond their cap."""
+"""Memory over many runs: 20 sequential runs on the shared engine (attention capture on every other
+one, some cancelled mid-run, some rejected) leave the process's resident memory within 20 MB of
+where it started, and trace files kept for download are evicted beyond their cap. A short bounded
+version: the 1,000-run curve through the app as shipped is scripts/soak.py (`make soak`)."""
 
 import gc
 import threading
@@ -12,6 +13,7 @@ from engine import InvalidRequest, Settings, run_trace, stream_trace
 from ui.host.runs import StopFlags, TraceFiles
 
 STATUS = Path("/proc/self/status")
+WARM_UP, RUNS, GROWTH_MB = 4, 20, 20      # 1 MB a run, as the 50-run version held (50 MB)
 PROMPTS = ["Hello, world!", "什么是量子计算", "Write a haiku about rain.", "List three fruits.",
            "👩‍👩‍👧‍👦 <script>x</script>", "Explain in two sentences why the sky is blue."]
 
@@ -43,17 +45,18 @@ def one_run(engine, i: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not STATUS.exists(), reason="reads /proc/self/status (Linux)")
-def test_fifty_runs_leave_memory_flat(engine, output_dir):
-    for i in range(5):                                  # warm-up: kernels, caches, allocator pools
+def test_twenty_runs_leave_memory_flat(engine, output_dir):
+    for i in range(WARM_UP):                            # warm-up: kernels, caches, allocator pools
         one_run(engine, i)
     gc.collect()
     before = rss_mb()
-    for i in range(50):
+    for i in range(RUNS):                               # every kind of run (i % 10 == 7, 9) twice
         one_run(engine, i)
     gc.collect()
     after = rss_mb()
-    (output_dir / "soak.txt").write_text(f"RSS before {before:.1f} MB, after 50 runs {after:.1f} MB\n")
-    assert after - before < 50, f"RSS grew {after - before:.1f} MB over 50 runs ({before:.0f} -> {after:.0f} MB)"
+    (output_dir / "soak.txt").write_text(f"RSS before {before:.1f} MB, after {RUNS} runs {after:.1f} MB\n")
+    assert after - before < GROWTH_MB, \
+        f"RSS grew {after - before:.1f} MB over {RUNS} runs ({before:.0f} -> {after:.0f} MB)"
     assert engine.active_runs == 0
 
 
