@@ -12,6 +12,7 @@ from viz.text.labels import label
 
 from ui.host.runs import ENGINE_CONCURRENCY
 from ui.page.i18n import t
+from ui.page.plot import Plot
 
 PRIVATE = {"api_visibility": "private"}            # page events: not part of the documented API
 ENGINE = {"concurrency_limit": ENGINE_CONCURRENCY, "concurrency_id": "engine"}   # events that run the model
@@ -34,8 +35,8 @@ def intro(step: int) -> gr.Markdown:
     return line
 
 
-def plot(elem_id: str) -> gr.Plot:
-    return gr.Plot(show_label=False, elem_id=elem_id)   # charts carry their own titles
+def plot(elem_id: str, **kwargs) -> gr.Plot:
+    return Plot(show_label=False, elem_id=elem_id, **kwargs)   # charts carry their own titles
 
 
 def clamp(value, top: int) -> int:

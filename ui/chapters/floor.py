@@ -32,6 +32,7 @@ from ui.host.runs import KeptFiles, StopFlags, background
 from ui.host import recordings
 from ui.chapters.common import PRIVATE, stop_button, stop_wiring, while_running
 from ui.host.uploads import read_upload
+from ui.page.plot import Plot
 
 D = FloorSettings()
 PAGE_SIZES = [4, 8, 16, 32, 64, 128, 256]
@@ -182,11 +183,11 @@ class FloorChapter:
         the three ways, the tables and the ties; the recording until this visitor runs one."""
         first = views(recordings.floor(), "en", True)
         self.verdict = gr.Markdown(first[0], elem_id="floor-verdict")
-        lanes = gr.Plot(first[1], show_label=False, elem_id="floor-lanes")
+        lanes = Plot(first[1], show_label=False, elem_id="floor-lanes")
         with gr.Row():
-            blocks = gr.Plot(first[2], show_label=False, elem_id="floor-blocks-plot", scale=3)
-            step = gr.Plot(first[3], show_label=False, elem_id="floor-step", scale=2)
-        modes = gr.Plot(first[4], show_label=False, elem_id="floor-modes")
+            blocks = Plot(first[2], show_label=False, elem_id="floor-blocks-plot", scale=3, min_width=320)
+            step = Plot(first[3], show_label=False, elem_id="floor-step", scale=2, min_width=300)
+        modes = Plot(first[4], show_label=False, elem_id="floor-modes")
         self.drawn = [lanes, blocks, step, modes,
                       gr.Dataframe(first[5], interactive=False, elem_id="floor-modes-table", wrap=True),
                       gr.Dataframe(first[6], interactive=False, elem_id="floor-requests-table", wrap=True),

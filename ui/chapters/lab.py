@@ -36,6 +36,7 @@ from ui.host import recordings
 from ui.host.runs import KeptFiles, StopFlags, background
 from ui.chapters.common import PRIVATE, chart_or_notice, stop_button, stop_wiring, while_running
 from ui.host.lab_mode import lab_mode
+from ui.page.plot import Plot
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,7 @@ class LabTab:
                                elem_id="lab-roofline-model", scale=1) if name == "roofline" else None
             chart, frame, note = section_views({}, name, "en", self.choices[0])
             note = gr.Markdown(note, elem_id=f"lab-{section.short}-note")
-        plot = gr.Plot(chart, show_label=False, elem_id=f"lab-{section.short}-plot")
+        plot = Plot(chart, show_label=False, elem_id=f"lab-{section.short}-plot")
         frame = gr.Dataframe(frame, interactive=False, elem_id=f"lab-{section.short}-table", wrap=True)
         return {"explain": explanation, "run": run, "pick": pick, "note": note, "plot": plot, "frame": frame}
 

@@ -26,6 +26,7 @@ from ui.host.gpu import on_gpu
 from ui.host import recordings
 from ui.page.i18n import t, text
 from ui.host.models import torch_side
+from ui.page.plot import Plot
 
 GPU_SECONDS = 60
 
@@ -60,13 +61,13 @@ class ProfilePanel:
         first = recordings.profile("en")
         gr.Markdown(t("profile_heading"), elem_classes="tbt-intro")
         with gr.Row():
-            self.note = gr.Markdown(note_md(first, "en", True) if first else "", elem_id="profile-note")
+            self.note = gr.Markdown(note_md(first, "en", True) if first else "", elem_id="profile-note", min_width=300)
             self.button = gr.Button(t("profile_button"), elem_id="profile-run", scale=0, min_width=220)
         views = self.views(first, "en", recording=True)
-        self.prefill = gr.Plot(views[1], show_label=False, elem_id="profile-prefill")
-        self.decode = gr.Plot(views[2], show_label=False, elem_id="profile-decode")
+        self.prefill = Plot(views[1], show_label=False, elem_id="profile-prefill")
+        self.decode = Plot(views[2], show_label=False, elem_id="profile-decode")
         with gr.Accordion(t("profile_projection"), open=False):
-            self.projection = gr.Plot(views[3], show_label=False, elem_id="profile-projection")
+            self.projection = Plot(views[3], show_label=False, elem_id="profile-projection")
 
     @property
     def outputs(self) -> list:

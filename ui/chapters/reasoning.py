@@ -29,6 +29,7 @@ from ui.host import recordings
 from ui.host.recordings import prompt_of, recorded
 from ui.chapters.common import ENGINE, PRIVATE
 from ui.host.runs import STREAM_INTERVAL_S, KeptFiles, StopFlags, background
+from ui.page.plot import Plot
 
 # the examples are built-in questions (engine/bench/evaluation.py), so each one's answer is checked
 EXAMPLES = [[q.text] for q in QUESTIONS if q.id in ("add", "apples", "zh-apples", "zh-day")]
@@ -172,7 +173,7 @@ class ReasoningChapter:
         with gr.Row():
             # the recorded comparison's question, in the page's language once that is known
             self.prompt = gr.Textbox(label=t("prompt"), value=prompt_of("en", "question"), lines=2, scale=3,
-                                     elem_id="r-prompt")
+                                     elem_id="r-prompt", min_width=280)      # above the sliders on a phone
             self.budget = gr.Slider(8, 512, value=d.thinking_budget, step=8, label=t("thinking_budget"), scale=2,
                                     elem_id="r-budget")
             self.answer_tokens = gr.Slider(8, 256, value=d.answer_tokens, step=8, label=t("answer_tokens"), scale=2)
@@ -191,7 +192,7 @@ class ReasoningChapter:
                 gr.Markdown(t("reasoning_head"))
                 self.reasoning = gr.HTML(first[1], elem_id="r-reasoning")
         self.table = gr.Dataframe(first[2], label=t("side_by_side"), interactive=False, elem_id="r-table")
-        self.timeline = gr.Plot(first[3], show_label=False, elem_id="r-timeline")
+        self.timeline = Plot(first[3], show_label=False, elem_id="r-timeline")
 
     def evaluation(self) -> None:
         """Accuracy against the thinking budget on the built-in questions; the recording until measured."""
@@ -205,7 +206,7 @@ class ReasoningChapter:
         recorded_eval = recordings.evaluation()
         self.shown = gr.State(recorded_eval)      # the evaluation on show: the recording, then this visitor's
         chart, rows = ReasoningTab.eval_views(recorded_eval, "en")
-        self.eval_plot = gr.Plot(value=chart, show_label=False, elem_id="r-eval-plot")
+        self.eval_plot = Plot(value=chart, show_label=False, elem_id="r-eval-plot")
         self.eval_table = gr.Dataframe(value=rows, label=t("per_budget"), interactive=False)
         self.eval_file = gr.File(label=t("export_json"), interactive=False,
                                  value=str(recordings.EVALUATION) if recorded_eval else None)

@@ -25,6 +25,7 @@ from ui.host.gpu import on_gpu
 from ui.host.lab_mode import allow_served
 from ui.host.models import torch_side
 from ui.page.i18n import t
+from ui.page.plot import Plot
 
 SWEEP_TEXT = "Hello, world! " * 4          # the TTFT sweep's text when the prompt box is empty
 LOAD_TEXT = "Explain in two sentences why the sky is blue."      # the load sweep's, likewise
@@ -46,10 +47,10 @@ class Speed:
         self.timeline, self.step_times = plot("timeline"), plot("step-times")
         self.profile = ProfilePanel(run.models, run.trace_file, lang)    # where the time went (after the run)
         self.sweep_btn = gr.Button(t("sweep"), elem_id="sweep")
-        self.sweep_plot = gr.Plot(show_label=False, elem_id="sweep-plot", visible=False)  # until measured
+        self.sweep_plot = Plot(show_label=False, elem_id="sweep-plot", visible=False)  # until measured
         # a served model under 1-8 concurrent streams (only where the host lists endpoints)
         self.load_btn = gr.Button(t("load_sweep"), elem_id="load-sweep", visible=bool(run.endpoints))
-        self.load_plot = gr.Plot(show_label=False, elem_id="load-plot", visible=False)
+        self.load_plot = Plot(show_label=False, elem_id="load-plot", visible=False)
         self.load_table = gr.Dataframe(interactive=False, elem_id="load-table", visible=False, wrap=True)
 
     @property

@@ -71,8 +71,9 @@ class Tokens:
         self.chips = gr.HTML(elem_id="prompt-chips", js_on_load=CLICK_JS)
         self.compare = gr.HTML(elem_id="compare")
         with gr.Row():
-            self.embedding = plot("embedding")
-            self.neighbors = gr.HTML(elem_id="neighbors")
+            # side by side where both have room; one above the other on a phone
+            self.embedding = plot("embedding", min_width=320)
+            self.neighbors = gr.HTML(elem_id="neighbors", min_width=300)
 
     @property
     def views(self) -> list:

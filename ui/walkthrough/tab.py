@@ -28,6 +28,7 @@ from ui.host.recordings import prompt_of, recorded
 from ui.page.bar import walkthrough_bar
 from ui.page.i18n import STRINGS, t, text
 from ui.walkthrough.steps import LAB_STEP, STEPS, drawn
+from ui.page.plot import Plot
 
 KEYS_JS = """
 document.addEventListener('keydown', (e) => {
@@ -123,7 +124,7 @@ def narration(i: int) -> None:
 
 def component(part) -> gr.components.Component:
     if part.kind == "plot":
-        return gr.Plot(show_label=False, elem_id=f"wt-{part.name}")
+        return Plot(show_label=False, elem_id=f"wt-{part.name}")
     if part.kind == "html":
         return gr.HTML(elem_id=f"wt-{part.name}")
     return gr.Markdown(elem_id=f"wt-{part.name}", elem_classes="tbt-hint" if part.hint else None)

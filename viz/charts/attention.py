@@ -12,7 +12,7 @@ from engine.schema.trace import Trace
 
 from viz import frames
 from viz.text.labels import label
-from viz.charts.theme import BLUE, GREY, INK, MONO, ORANGE
+from viz.charts.theme import BLUE, GREY, INK, KEEP_WIDTH, MONO, ORANGE, STACK_NARROW
 
 
 def _which(trace: Trace, layer: int, head: int | None, lang: str) -> str:
@@ -55,7 +55,7 @@ def heatmap(trace: Trace, layer: int, head: int | None, lang: str = "en") -> alt
                  alt.Tooltip("w:Q", title=label("weight", lang), format=".4f")],
     ).transform_calculate(
         query="tok[datum.q]", key="tok[datum.k]",
-    ).add_params(_token_param(labels)).properties(width=side, height=side)
+    ).add_params(_token_param(labels)).properties(width=side, height=side, usermeta={KEEP_WIDTH: True})
 
 
 def head_view(trace: Trace, layer: int, head: int | None, query: int, lang: str = "en") -> alt.LayerChart:
@@ -112,7 +112,7 @@ def attention_row(trace: Trace, step: int, layer: int, head: int | None, lang: s
         y=alt.Y("w:Q", title=label("weight", lang)),
         color=alt.Color("source:N", title=label("position_kind", lang),
                         scale=alt.Scale(domain=[prompt, generated], range=[BLUE, ORANGE]),
-                        legend=alt.Legend(orient="top")),
+                        legend=alt.Legend(orient="top", columns=STACK_NARROW)),
         tooltip=[alt.Tooltip("label:N", title=label("key_token", lang)),
                  alt.Tooltip("w:Q", title=label("weight", lang), format=".4f"),
                  alt.Tooltip("source:N", title=label("position_kind", lang))],

@@ -10,7 +10,7 @@ from engine.schema.trace import Trace
 from viz import frames
 from viz.fmt import fmt_p, visible
 from viz.text.labels import label
-from viz.charts.theme import BLUE, INK, MONO, ORANGE
+from viz.charts.theme import BLUE, INK, MONO, ORANGE, STACK_NARROW
 
 LENS_SAME, LENS_OTHER = "#f5b97f", "#c9d8f5"  # light tints so the guess text stays readable on them
 
@@ -53,7 +53,7 @@ def candidates_chart(trace: Trace, step: int, lang: str = "en", top: int | None 
         x=alt.X("p:Q", title=label("probability", lang), axis=alt.Axis(format="%")),
         color=alt.Color("which:N", title=label("distribution", lang),
                         scale=alt.Scale(domain=[before] if served else [before, after], range=[BLUE, ORANGE]),
-                        legend=alt.Legend(orient="top")),
+                        legend=alt.Legend(orient="top", columns=STACK_NARROW)),
         tooltip=[alt.Tooltip("text:N", title=label("token", lang)),
                  alt.Tooltip("id:Q", title=label("token_id", lang)),
                  alt.Tooltip("logit:Q", title=label("logit", lang), format=".2f"),
@@ -87,7 +87,7 @@ def lens_chart(trace: Trace, step: int, lang: str = "en") -> alt.LayerChart:
                 scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("match:N", title=label("lens_kind", lang),
                         scale=alt.Scale(domain=[same, other], range=[LENS_SAME, LENS_OTHER]),
-                        legend=alt.Legend(orient="top")),
+                        legend=alt.Legend(orient="top", columns=STACK_NARROW)),
         tooltip=[alt.Tooltip("layer:O", title=label("layer", lang)),
                  alt.Tooltip("guess:N", title=label("lens_guess", lang)),
                  alt.Tooltip("id:Q", title=label("token_id", lang)),
@@ -112,7 +112,7 @@ def entropy_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
         y=alt.Y("nats:Q", title=label("entropy_axis", lang)),
         color=alt.Color("which:N", title=label("distribution", lang),
                         scale=alt.Scale(domain=[model, final], range=[BLUE, ORANGE]),
-                        legend=alt.Legend(orient="top")),
+                        legend=alt.Legend(orient="top", columns=STACK_NARROW)),
         strokeDash=alt.StrokeDash("which:N", scale=alt.Scale(domain=[model, final],
                                                              range=[[1, 0], [5, 4]]), legend=None),
     )

@@ -15,7 +15,7 @@ from engine.schema.floor import MODES, Floor
 
 from viz.fmt import fmt_bytes, fmt_ms
 from viz.text.labels import label
-from viz.charts.theme import BLUE, GREY, INK, ORANGE, PURPLE
+from viz.charts.theme import BLUE, GREY, INK, NARROW_BOX, ORANGE, PURPLE, STACK_NARROW
 
 KINDS = ("waiting", "prefill", "decoding")
 OWN_BLUES = ["#3a6fd8", "#6b93e3", "#2d58b0", "#9bb6ec", "#1f3f80", "#5277c9", "#84a4e6", "#3a5fa8"]
@@ -50,7 +50,7 @@ def lanes_chart(floor: Floor, lang: str = "en") -> alt.LayerChart:
     kinds = [label(f"floor_{k}", lang) for k in KINDS]
     bars = alt.Chart(segments).mark_bar(height=12).encode(
         x=x, x2="end:Q", y=y,
-        color=alt.Color("kind:N", title=None, legend=alt.Legend(orient="top"),
+        color=alt.Color("kind:N", title=None, legend=alt.Legend(orient="top", columns=STACK_NARROW),
                         scale=alt.Scale(domain=kinds, range=[GREY, ORANGE, "#a9c1f0"])),
         tooltip=[alt.Tooltip("lane:N", title=label("floor_request", lang)), alt.Tooltip("kind:N", title=" "),
                  alt.Tooltip("ms:N", title=label("floor_duration", lang)),
@@ -91,7 +91,10 @@ def blocks_chart(floor: Floor, lang: str = "en") -> alt.LayerChart:
         x=alt.X("t:Q", title=label("floor_seconds", lang)),
         y=alt.Y("blocks:Q", stack="zero", title=label("floor_blocks_axis", lang)),
         color=alt.Color("series:N", sort=order, title=None, scale=alt.Scale(domain=order, range=colors),
-                        legend=alt.Legend(orient="right", symbolLimit=20)),
+                        # below the chart, three to a row in a phone's column (at the side, the
+                        # legend left a phone's plot a sliver)
+                        legend=alt.Legend(orient="bottom", symbolLimit=20,
+                                          columns=alt.ExprRef(f"containerSize()[0] < {NARROW_BOX} ? 3 : 0"))),
         order=alt.Order("rank:Q"),
         tooltip=[alt.Tooltip("series:N", title=" "), alt.Tooltip("blocks:Q", title=label("floor_blocks", lang)),
                  alt.Tooltip("holders:Q", title=label("floor_holders", lang)),
@@ -190,7 +193,7 @@ def modes_chart(floor: Floor, lang: str = "en") -> alt.HConcatChart:
     right = alt.Chart(ttft, title=label("floor_ttft_title", lang)).mark_bar().encode(
         x=alt.X("v:Q", title=None), y=alt.Y("way:N", sort=names, title=None), yOffset="q:N", color=color,
         opacity=alt.Opacity("q:O", sort=[median, "p95"], scale=alt.Scale(domain=[median, "p95"], range=[1.0, 0.55]),
-                            legend=alt.Legend(orient="bottom", title=None)),
+                            legend=alt.Legend(orient="bottom", columns=STACK_NARROW, title=None)),
         tooltip=[alt.Tooltip("q:N"), alt.Tooltip("v:Q", format=".2f", title=label("floor_seconds", lang))])
     # the median/p95 legend is the right chart's own, under it (a shared legend sat under the left one).
     # Heights by step, not fixed: a fixed height beside a yOffset made Vega-Lite warn of a conflicting

@@ -11,7 +11,7 @@ from engine.schema.trace import Trace
 from viz import frames
 from viz.fmt import bytes_unit, fmt_bytes
 from viz.text.labels import label
-from viz.charts.theme import BLUE, INK, ORANGE
+from viz.charts.theme import BLUE, INK, NARROW_BOX, ORANGE, STACK_NARROW
 
 # Vega expression that writes a byte count with a binary unit, for log axes spanning MiB..TiB.
 BYTES_LABEL = ("datum.value >= 1099511627776 ? format(datum.value / 1099511627776, '~g') + ' TiB' : "
@@ -43,7 +43,7 @@ def kv_growth_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
         [label("kv_sub_served", lang, dtype=m.dtype)] if trace.served else []))
     x = alt.X("kv_tokens:Q", title=label("kv_tokens_axis", lang))
     y = alt.Y("value:Q", title=label("kv_bytes_axis", lang, unit=unit))
-    color = alt.Color("source:N", title=label("source", lang), legend=alt.Legend(orient="top"),
+    color = alt.Color("source:N", title=label("source", lang), legend=alt.Legend(orient="top", columns=STACK_NARROW),
                       scale=alt.Scale(domain=[measured, formula], range=[BLUE, ORANGE]))
     formula_line = alt.Chart(line).mark_line(strokeDash=[6, 4], strokeWidth=2).encode(
         x=x, y=y, color=color)
@@ -114,19 +114,23 @@ def projection_chart(rows: list[dict], lang: str = "en") -> alt.LayerChart:
         x=x, xOffset=offset,
         y=alt.Y("kv_bytes:Q", scale=alt.Scale(type="log"), axis=y_axis, stack=None),
         color=alt.Color("model:N", sort=models, title=label("model", lang),
-                        legend=alt.Legend(orient="top", columns=2, labelLimit=420)),
+                        legend=alt.Legend(orient="top", columns=alt.ExprRef(f"containerSize()[0] < {NARROW_BOX} ? 1 : 2"),
+                                          labelLimit=420)),
         # ordinal and sorted: Vega-Lite 5 refuses opacity on an unsorted discrete field; one kind alone gets a
         # plain value (a one-value range came out of the page's Vega-Lite as [0.8, NaN]: bars with no opacity)
         opacity=alt.Opacity("kind:O", sort=kinds, title=label("source", lang),
                             scale=alt.Scale(domain=kinds, range=[1.0, 0.55]),
-                            legend=alt.Legend(orient="top")) if len(kinds) > 1 else alt.value(0.8),
+                            legend=alt.Legend(orient="top", columns=STACK_NARROW)) if len(kinds) > 1 else alt.value(0.8),
         tooltip=tooltip)
     ticks = alt.Chart(frame).mark_tick(color=INK, thickness=3).encode(
         x=x, xOffset=offset, y=alt.Y("weights_bytes:Q", scale=alt.Scale(type="log")),
         tooltip=tooltip)
+    # a plain width (a bar's room times the bars, band padding included), so that a phone's narrow
+    # column fits the chart to it (ui/page/plot.py) where a width per bar would overflow it
+    bar = 34 if len(models) > 2 else 44
     return alt.layer(bars, ticks, title=alt.Title(
         label("projection_title", lang), subtitle=[label("projection_sub", lang)],
-    )).properties(width=alt.Step(34 if len(models) > 2 else 44), height=320)
+    )).properties(width=round(bar * len(models) * len(contexts) * 1.3), height=320)
 
 
 def projection_table(rows: list[dict], lang: str = "en") -> pd.DataFrame:

@@ -17,7 +17,7 @@ import pandas as pd
 from viz.fmt import DASH, fmt_bytes, fmt_ms
 from viz.charts.kv import BYTES_LABEL, _powers_of_two
 from viz.text.labels import LABELS, label
-from viz.charts.theme import BLUE, INK, ORANGE
+from viz.charts.theme import BLUE, INK, ORANGE, STACK_NARROW
 from viz.text import lab_verdicts
 
 FORMAT_NAMES = {"fp32": "fp32", "bf16": "bf16", "int8": "int8 (LLM.int8)", "bf16-int8": "int8 weight-only (bf16)"}
@@ -84,7 +84,7 @@ def kv_chart(result: dict, lang: str = "en") -> alt.LayerChart:
                       r=part["repeats"]),
                 label("lab_same_tokens" if same else "lab_diff_tokens", lang) if same is not None else "",
                 *_partial_note(part, lang)]
-    color = alt.Color("mode:N", sort=modes, title=None, legend=alt.Legend(orient="top"),
+    color = alt.Color("mode:N", sort=modes, title=None, legend=alt.Legend(orient="top", columns=STACK_NARROW),
                       scale=alt.Scale(domain=modes, range=[BLUE, ORANGE]))
     x = alt.X("step:Q", title=label("lab_decode_step", lang), axis=alt.Axis(format="d", tickMinStep=1),
               scale=alt.Scale(domain=[1, max(int(frame["step"].max()), 2)], nice=False))
@@ -167,7 +167,7 @@ def attention_chart(result: dict, lang: str = "en") -> alt.HConcatChart:
         raise ValueError(label("lab_err_no_rows", lang))
     impls = list(dict.fromkeys(frame["impl"]))
     lengths = sorted(frame["tokens"].unique().tolist())
-    color = alt.Color("impl:N", sort=impls, title=label("lab_kernel", lang), legend=alt.Legend(orient="top"))
+    color = alt.Color("impl:N", sort=impls, title=label("lab_kernel", lang), legend=alt.Legend(orient="top", columns=STACK_NARROW))
     x = alt.X("tokens:Q", title=label("prompt_tokens_axis", lang),
               scale=alt.Scale(type="log", base=2, nice=False, domain=[lengths[0], lengths[-1]]),
               axis=alt.Axis(values=lengths, format="d"))

@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 
 from viz.charts.lab import section, _finite, _ratio, _partial_note
-from viz.charts.theme import BLUE, INK, ORANGE
+from viz.charts.theme import BLUE, INK, ORANGE, STACK_NARROW
 from viz.fmt import DASH, fmt_ms
 from viz.text import lab_verdicts
 from viz.text.labels import label
@@ -56,9 +56,9 @@ def roofline_chart(result: dict, model: str | None = None, lang: str = "en") -> 
     x = alt.X("hardware:N", sort=hardware, title=None, axis=alt.Axis(labelAngle=-20, labelLimit=320))
     offset = alt.XOffset("metric:N", sort=["TTFT", "TPOT"])
     y = alt.Y("ms:Q", title=label("lab_ms_log", lang), scale=alt.Scale(type="log"))
-    color = alt.Color("metric:N", sort=["TTFT", "TPOT"], title=None, legend=alt.Legend(orient="top"),
+    color = alt.Color("metric:N", sort=["TTFT", "TPOT"], title=None, legend=alt.Legend(orient="top", columns=STACK_NARROW),
                       scale=alt.Scale(domain=["TTFT", "TPOT"], range=[BLUE, ORANGE]))
-    shape = alt.Shape("kind:N", title=None, legend=alt.Legend(orient="top"),
+    shape = alt.Shape("kind:N", title=None, legend=alt.Legend(orient="top", columns=STACK_NARROW),
                       scale=alt.Scale(domain=[bound, measured], range=["circle", "diamond"]))
     tooltip = [alt.Tooltip("hardware:N", title=label("lab_hardware", lang)), alt.Tooltip("metric:N", title=" "),
                alt.Tooltip("kind:N", title=" "), alt.Tooltip("ms:Q", title="ms", format=".4~g"),

@@ -13,7 +13,7 @@ from engine.schema.specs import short_name
 from viz.fmt import fmt_ms
 from viz.charts.lab import _partial_note, _ratio, section
 from viz.text.labels import label
-from viz.charts.theme import BLUE, GREY, INK, ORANGE
+from viz.charts.theme import BLUE, GREY, INK, ORANGE, STACK_NARROW
 from viz.text import serving_verdicts
 
 PALE = "#e3e6eb"      # drafted past the end of the output: never judged
@@ -38,7 +38,7 @@ def batching_chart(result: dict, lang: str = "en") -> alt.LayerChart:
               axis=alt.Axis(values=[r["batch"] for r in rows], format="d"))
     y = alt.Y("ms:Q", title=label("lab_batch_ms", lang), scale=alt.Scale(type="log", nice=False, padding=12))
     color = alt.Color("kind:N", title=None, scale=alt.Scale(domain=[measured, bound], range=[BLUE, GREY]),
-                      legend=alt.Legend(orient="top"))
+                      legend=alt.Legend(orient="top", columns=STACK_NARROW))
     tooltip = [alt.Tooltip("batch:Q", title=label("lab_batch_axis", lang)),
                alt.Tooltip("ms:Q", title="ms", format=".1f"),
                alt.Tooltip("tok_s:Q", title=label("lab_batch_tok_s", lang), format=".1f"),
@@ -109,7 +109,7 @@ def verify_chart(result: dict, lang: str = "en") -> alt.LayerChart:
     x = alt.X("k:Q", scale=alt.Scale(type="log", base=2), title=label("lab_verify_axis", lang),
               axis=alt.Axis(values=[r["k"] for r in rows], format="d"))
     color = alt.Color("kind:N", title=None, scale=alt.Scale(domain=[pass_k, k_passes], range=[BLUE, GREY]),
-                      legend=alt.Legend(orient="top"))
+                      legend=alt.Legend(orient="top", columns=STACK_NARROW))
     lines = alt.Chart(frame).mark_line(point=alt.OverlayMarkDef(size=70, filled=True)).encode(
         x=x, y=alt.Y("ms:Q", title=label("lab_verify_ms", lang)), color=color,
         strokeDash=alt.condition(alt.datum.kind == k_passes, alt.value([6, 4]), alt.value([1, 0])),
@@ -194,7 +194,7 @@ def speculative_chart(result: dict, lang: str = "en") -> alt.VConcatChart:
         y=alt.Y("sum(count):Q", title=label("lab_spec_tokens_axis", lang), stack="zero"),
         color=alt.Color("kind:N", title=None, scale=alt.Scale(domain=[kinds[i] for i in shown],
                                                      range=[(BLUE, ORANGE, GREY, PALE)[i] for i in shown]),
-                        legend=alt.Legend(orient="bottom")),
+                        legend=alt.Legend(orient="bottom", columns=STACK_NARROW)),
         order=alt.Order("order:Q"),
         tooltip=[alt.Tooltip("pass:O", title=label("lab_spec_pass_axis", lang)), alt.Tooltip("kind:N", title=" "),
                  alt.Tooltip("text:N", title=label("lab_spec_text", lang))],

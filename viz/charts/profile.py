@@ -18,7 +18,7 @@ import pandas as pd
 from viz.fmt import fmt_ms, wrap_lines
 from viz.text import lab_verdicts
 from viz.text.labels import label
-from viz.charts.theme import BLUE, GREY, INK, ORANGE, PURPLE
+from viz.charts.theme import BLUE, GREY, INK, ORANGE, PURPLE, STACK_NARROW
 
 PASS_OPS = ("embed", "rope_tables", "input_norm", "q_proj", "k_proj", "v_proj", "qkv_proj", "qk_norm", "attention",
             "o_proj", "post_norm", "ffn_norm", "gate_proj", "up_proj", "gate_up_proj", "act_mul", "act", "router",
@@ -133,7 +133,7 @@ def ops_chart(profile: dict, phase: str, lang: str = "en", height: int | None = 
     ticks = base.mark_tick(thickness=3, size=16).encode(
         x=alt.X("roofline:Q", scale=x_scale),
         color=alt.Color("bound:N", title=label("prof_tick_legend", lang), scale=alt.Scale(domain=bounds,
-                        range=[PURPLE, ORANGE]), legend=alt.Legend(orient="top")))
+                        range=[PURPLE, ORANGE]), legend=alt.Legend(orient="top", columns=STACK_NARROW)))
     ratio = base.mark_text(align="left", dx=6, fontSize=12, color=INK).encode(x=alt.X("measured:Q", scale=x_scale),
                                                                              text="ratio_text:N")
     m = profile["machine"]
@@ -196,7 +196,7 @@ def projection_chart(profile: dict, lang: str = "en") -> alt.FacetChart:
         y=alt.Y("hardware:N", title=None, sort=list(dict.fromkeys(frame["hardware"]))),
         x=alt.X("predicted_ms:Q", title=label("prof_projection_axis", lang), stack="zero"),
         color=alt.Color("family:N", title=label("prof_family", lang),
-                        scale=alt.Scale(domain=families, range=[BLUE, ORANGE, GREY]), legend=alt.Legend(orient="top")),
+                        scale=alt.Scale(domain=families, range=[BLUE, ORANGE, GREY]), legend=alt.Legend(orient="top", columns=STACK_NARROW)),
         row=alt.Row("model:N", title=None, sort=list(dict.fromkeys(frame["model"])),
                     header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold")),
         column=alt.Column("phase:N", title=None, sort=phases),
@@ -253,7 +253,7 @@ def bound_chart(profile: dict | None, lang: str = "en") -> alt.LayerChart:
                  alt.Tooltip("bound:N", title=label("lab_limited", lang))])
     bars = base.mark_bar().encode(x=x, x2=alt.datum(0.5), color=alt.Color(
         "phase:N", sort=phases, title=None, scale=alt.Scale(domain=phases, range=[ORANGE, BLUE]),
-        legend=alt.Legend(orient="top")))
+        legend=alt.Legend(orient="top", columns=STACK_NARROW)))
     text = base.mark_text(align="left", dx=4, fontSize=12, color=INK).encode(x=x, text="ratio_text:N")
     rule = alt.Chart(pd.DataFrame({"x": [1.0]})).mark_rule(color=INK, strokeDash=[4, 3]).encode(x=alt.X("x:Q"))
     m = profile["machine"]

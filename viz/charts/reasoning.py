@@ -10,7 +10,7 @@ from engine.schema.trace import Trace
 
 from viz.fmt import fmt_ms, fmt_rate, wrap_lines
 from viz.text.labels import label
-from viz.charts.theme import BLUE, GREY, INK, ORANGE, PURPLE
+from viz.charts.theme import BLUE, GREY, INK, ORANGE, PURPLE, STACK_NARROW
 from viz.text import verdicts
 
 
@@ -53,7 +53,7 @@ def compare_timeline(normal: Trace, reasoning: Trace, lang: str = "en") -> alt.L
     # bars fill the lower half of each lane; the "first answer token" label sits in the upper half
     bars = alt.Chart(pd.DataFrame(rows)).mark_bar(height={"band": 0.45}, yOffset=6).encode(
         x=alt.X("start:Q", title=label("ms_axis", lang), axis=alt.Axis(format="d")), x2="end:Q", y=y,
-        color=alt.Color("phase:N", scale=scale, title=label("phase", lang), legend=alt.Legend(orient="top")),
+        color=alt.Color("phase:N", scale=scale, title=label("phase", lang), legend=alt.Legend(orient="top", columns=STACK_NARROW)),
         tooltip=[alt.Tooltip("step:N", title=label("step", lang)), alt.Tooltip("token:N", title=label("token", lang)),
                  alt.Tooltip("end:Q", title=label("ends_at", lang), format=".0f")])
     layers = [bars]
@@ -115,7 +115,7 @@ def eval_chart(result: dict, lang: str = "en") -> alt.HConcatChart:
         color=alt.Color("measure:N", title=None,     # same colour for the same measure in every language
                         scale=alt.Scale(domain=[label("mean_e2e", lang), label("mean_ttfa", lang)],
                                         range=[BLUE, ORANGE]),
-                        legend=alt.Legend(orient="bottom")),
+                        legend=alt.Legend(orient="bottom", columns=STACK_NARROW)),
         tooltip=["measure:N", alt.Tooltip("s:Q", format=".2f")])
     # each legend stays with its own chart (a concat otherwise floats it over the first one)
     return alt.hconcat(accuracy.properties(width=320, height=240),

@@ -12,7 +12,7 @@ import pandas as pd
 from viz.fmt import short, visible
 from viz.frames import rows_frame
 from viz.text.labels import label
-from viz.charts.theme import BLUE, GREY, INK, MONO
+from viz.charts.theme import BLUE, GREY, INK, MONO, STACK_NARROW
 
 REQUIRED = ("id", "text", "p_model", "p_temperature", "p_top_k", "p_top_p", "kept_top_k",
             "kept_top_p", "chosen")
@@ -63,7 +63,7 @@ def playground_chart(rows: list[dict], lang: str = "en", width: int = 150) -> al
     chart = alt.Chart(frame).mark_bar().encode(
         y=alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelFont=MONO)),
         x=alt.X("p:Q", title=label("probability", lang), axis=alt.Axis(format="%", values=_ticks(frame))),
-        color=alt.Color("status:N", title=label("status", lang), legend=alt.Legend(orient="top"),
+        color=alt.Color("status:N", title=label("status", lang), legend=alt.Legend(orient="top", columns=STACK_NARROW),
                         scale=alt.Scale(domain=[kept, removed, gone], range=[BLUE, GREY, "#eeeeee"])),
         stroke=alt.condition("datum.chosen", alt.value(INK), alt.value(None)),
         strokeWidth=alt.condition("datum.chosen", alt.value(2), alt.value(0)),

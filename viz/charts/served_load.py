@@ -8,7 +8,7 @@ import pandas as pd
 
 from viz.fmt import fmt_ms
 from viz.text.labels import label
-from viz.charts.theme import BLUE, GREY, ORANGE
+from viz.charts.theme import BLUE, GREY, ORANGE, STACK_NARROW
 
 
 def load_chart(result: dict, lang: str = "en") -> alt.HConcatChart:
@@ -21,11 +21,11 @@ def load_chart(result: dict, lang: str = "en") -> alt.HConcatChart:
                         for name, q in ((p50, "p50"), (p95, "p95")) if r.get(f"{key}_{q}_ms") is not None])
     x = alt.X("c:O", title=label("load_axis", lang), axis=alt.Axis(labelAngle=0))
     lines = alt.Chart(lat).mark_line(point=True).encode(
-        x=x, y=alt.Y("ms:Q", title="ms"), color=alt.Color("metric:N", title=None, legend=alt.Legend(orient="top"),
+        x=x, y=alt.Y("ms:Q", title="ms"), color=alt.Color("metric:N", title=None, legend=alt.Legend(orient="top", columns=STACK_NARROW),
                                                            scale=alt.Scale(domain=["TTFT", "TPOT", "ITL"],
                                                                            range=[ORANGE, BLUE, GREY])),
         strokeDash=alt.StrokeDash("pct:N", title=None, sort=[p50, p95],
-                                  legend=alt.Legend(orient="top", symbolType="stroke", symbolStrokeColor="#1f2430")),
+                                  legend=alt.Legend(orient="top", columns=STACK_NARROW, symbolType="stroke", symbolStrokeColor="#1f2430")),
         tooltip=["c:O", "metric:N", "pct:N", alt.Tooltip("ms:Q", format=".1f")],
     ).properties(width=300, height=220, title=label("load_latency", lang))
     rate = pd.DataFrame([{"c": r["concurrency"], "what": what, "value": r[key]}

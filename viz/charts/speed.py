@@ -12,7 +12,7 @@ from engine.schema.trace import Branch, Trace
 from viz import frames
 from viz.fmt import fmt_ms, visible, wrap_lines
 from viz.text.labels import label
-from viz.charts.theme import BLUE, GREY, INK, ORANGE, PURPLE
+from viz.charts.theme import BLUE, GREY, INK, ORANGE, PURPLE, STACK_NARROW
 from viz.text import verdicts
 
 
@@ -107,7 +107,7 @@ def timeline_chart(trace: Trace, lang: str = "en", branch: Branch | None = None)
         x=x, x2="t_ms:Q",
         y=alt.Y("lane:N", sort=[first_lane, tokens_lane], title=None),
         color=alt.Color("phase:N", title=label("phase", lang), scale=scale,
-                        legend=alt.Legend(orient="top")),
+                        legend=alt.Legend(orient="top", columns=STACK_NARROW)),
         tooltip=[alt.Tooltip("step:N", title=label("step", lang)),
                  alt.Tooltip("token:N", title=label("token", lang)),
                  alt.Tooltip("ms:Q", title=label("step_ms", lang), format=".1f"),
@@ -148,7 +148,7 @@ def step_times_chart(trace: Trace, lang: str = "en", branch: Branch | None = Non
                alt.Tooltip("forward_ms:Q", title=label("forward_ms", lang), format=".1f")]
     bars = alt.Chart(steps).mark_bar().encode(
         x=x, y=alt.Y("ms:Q", title=label("ms_per_token", lang)),
-        color=alt.Color("phase:N", title=label("step_ms", lang), legend=alt.Legend(orient="top"),
+        color=alt.Color("phase:N", title=label("step_ms", lang), legend=alt.Legend(orient="top", columns=STACK_NARROW),
                         scale=alt.Scale(domain=[*copy, first, answer, thinking], range=[*[ORANGE] * len(copy), GREY, BLUE, PURPLE])
                         if _thought(own) else alt.Scale(domain=[*copy, first, answer], range=[*[ORANGE] * len(copy), GREY, BLUE])),
         tooltip=tooltip)
@@ -178,13 +178,13 @@ def ttft_vs_length_chart(rows: list[dict], lang: str = "en") -> alt.LayerChart:
         x=alt.X("prompt_tokens:Q", title=label("prompt_tokens_axis", lang)),
         y=alt.Y("ms:Q", title=label("ms_per_token", lang)),
         color=alt.Color("runs:N", sort=runs, title=label("run", lang),
-                        legend=alt.Legend(orient="top") if len(runs) > 1 else None),
+                        legend=alt.Legend(orient="top", columns=STACK_NARROW) if len(runs) > 1 else None),
         detail="measure:N",
     )
     # the dash legend is drawn with line symbols in the lines' colour (points would show as dots)
     dash = alt.StrokeDash("measure:N", title=label("measure", lang),
                           scale=alt.Scale(domain=[ttft, prefill], range=[[1, 0], [6, 4]]),
-                          legend=alt.Legend(orient="top", symbolType="stroke", symbolStrokeWidth=2.5,
+                          legend=alt.Legend(orient="top", columns=STACK_NARROW, symbolType="stroke", symbolStrokeWidth=2.5,
                                             symbolSize=400, symbolStrokeColor=BLUE if len(runs) == 1 else INK))
     tooltip = [alt.Tooltip("runs:N", title=label("run", lang)),
                alt.Tooltip("measure:N", title=label("measure", lang)),

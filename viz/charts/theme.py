@@ -23,6 +23,14 @@ INK = "#1f2430"
 LABEL_SIZE = 13
 TITLE_SIZE = 14   # axis and legend titles
 CHART_TITLE_SIZE = 18
+NARROW_BOX = 480      # px: a box this narrow is a phone's column
+# usermeta flag: the chart keeps its width in a narrow box and scrolls there (a square map whose cells
+# would be squeezed to slivers), instead of being fitted to the box (ui/page/plot.py)
+KEEP_WIDTH = "keep_width"
+# a legend above or below a chart (one row of entries) stacks them in one column in a box narrower
+# than NARROW_BOX, instead of running off the chart's right edge; elsewhere (and in files made from
+# the chart, drawn with no box) it keeps one row. (A legend at the side is one column already.)
+STACK_NARROW = alt.ExprRef(f"containerSize()[0] < {NARROW_BOX} ? 1 : 0")
 
 
 def config() -> alt.theme.ThemeConfig:

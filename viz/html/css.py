@@ -28,7 +28,7 @@ CSS = """
   gap: 8px; align-items: center; }
 .tbt-legend .tbt-chip, .tbt-legend .tbt-group { cursor: default; font-size: 12px; }
 .tbt-legend .tbt-group .tbt-chars { font-size: 12px; }
-.tbt-compare { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
+.tbt-compare { display: grid; grid-template-columns: repeat(auto-fit, minmax(260px, 1fr)); gap: 16px; }  /* one above the other on a phone */
 .tbt-compare-head { display: flex; gap: 14px; align-items: baseline; margin-bottom: 6px; }
 .tbt-step { display: inline-block; padding: 1px 2px; margin: 1px 0; border-radius: 3px; cursor: pointer;
   color: #1f2430; white-space: pre-wrap; }
