@@ -234,7 +234,7 @@ class LabTab:
             pick = gr.Dropdown(self.choices, value=self.choices[0], label=label("lab_model_pick", "en"),
                                elem_id="lab-roofline-model", scale=1) if name == "roofline" else None
             chart, frame, note = section_views({}, name, "en", self.choices[0])
-            note = gr.Markdown(note, elem_id=f"lab-{section.short}-note")
+            note = gr.Markdown(note, elem_id=f"lab-{section.short}-note", min_width=280)   # below Run on a phone
         plot = Plot(chart, show_label=False, elem_id=f"lab-{section.short}-plot")
         frame = gr.Dataframe(frame, interactive=False, elem_id=f"lab-{section.short}-table", wrap=True)
         return {"explain": explanation, "run": run, "pick": pick, "note": note, "plot": plot, "frame": frame}

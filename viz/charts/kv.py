@@ -115,7 +115,7 @@ def projection_chart(rows: list[dict], lang: str = "en") -> alt.LayerChart:
         y=alt.Y("kv_bytes:Q", scale=alt.Scale(type="log"), axis=y_axis, stack=None),
         color=alt.Color("model:N", sort=models, title=label("model", lang),
                         legend=alt.Legend(orient="top", columns=alt.ExprRef(f"containerSize()[0] < {NARROW_BOX} ? 1 : 2"),
-                                          labelLimit=420)),
+                                          labelLimit=alt.ExprRef(f"containerSize()[0] < {NARROW_BOX} ? containerSize()[0] - 70 : 420"))),
         # ordinal and sorted: Vega-Lite 5 refuses opacity on an unsorted discrete field; one kind alone gets a
         # plain value (a one-value range came out of the page's Vega-Lite as [0.8, NaN]: bars with no opacity)
         opacity=alt.Opacity("kind:O", sort=kinds, title=label("source", lang),
