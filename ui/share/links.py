@@ -278,13 +278,16 @@ class Share:
         for tab in self.tabs:
             tab.select(lambda chosen=tab.id: chosen, None, self.chapter, queue=False, **PRIVATE)
         ex.output.click(lambda: "decode", None, self.chapter, queue=False, **PRIVATE)   # a token opens Decode
+        # a link is written at once, not queued behind other visitors' runs in the default slots (the zh
+        # walkthrough-link test once waited 30 s for one late in the suite)
         made = bar.link_btn.click(self.explore_link, [
             self.chapter, ex.tree, ex.branch, ex.trace, ex.decode.step, *ex.prefill.controls, ex.decode.layer,
             ex.decode.head, ex.sampling.step, *ex.sampling.knobs, self.lang, self.present, bar.page, bar.step],
-            bar.link, js=PAGE_JS, **PRIVATE)
+            bar.link, js=PAGE_JS, queue=False, **PRIVATE)
         made.success(None, bar.link, None, js=COPY_JS, **PRIVATE)
         made = wt_bar.link_btn.click(self.walkthrough_link, [self.live, self.lang, self.present, wt_bar.page,
-                                                             wt_bar.step], wt_bar.link, js=PAGE_JS, **PRIVATE)
+                                                             wt_bar.step], wt_bar.link, js=PAGE_JS, queue=False,
+                                     **PRIVATE)
         made.success(None, wt_bar.link, None, js=COPY_JS, **PRIVATE)
         bar.export_btn.click(self.chapter_charts, [self.chapter, ex.trace, ex.tree, ex.branch, self.lang, *self.all_plots], bar.files,
                              concurrency_limit=2, concurrency_id="charts-out", **PRIVATE)
