@@ -6,9 +6,8 @@ phone is wider than the column. Gradio fits only its own native plots to the box
 carries a small patch to the Vega it compiles to (vega-embed applies `usermeta.embedOptions.patch`
 as the page draws it): where the chart's box is narrower than the chart wants (`ROOM` for its axes
 and legend), its whole width becomes the box's, axes, legend and title included (Vega's "fit-x");
-in a wide box nothing changes, but a title longer than its box is cut there with an ellipsis (the
-floor's blocks chart had a 1,049 px subtitle in a 718 px box). Files made from the chart
-(vl-convert) never read the patch.
+in a wide box nothing changes, but a title longer than its box is cut there with an ellipsis
+instead of widening the chart past it. Files made from the chart (vl-convert) never read the patch.
 
 Compositions (side-by-side panels, facets) size their panels themselves: they keep their widths and
 scroll inside their box, as wide tables do (assets/page.css).
