@@ -15,7 +15,7 @@ from engine.schema.floor import MODES, Floor
 
 from viz.fmt import fmt_bytes, fmt_ms
 from viz.text.labels import label
-from viz.charts.theme import BLUE, GREY, INK, NARROW_BOX, ORANGE, PURPLE, STACK_NARROW
+from viz.charts.theme import BLUE, GREY, INK, ORANGE, PURPLE, STACK_NARROW, when_narrow
 
 KINDS = ("waiting", "prefill", "decoding")
 OWN_BLUES = ["#3a6fd8", "#6b93e3", "#2d58b0", "#9bb6ec", "#1f3f80", "#5277c9", "#84a4e6", "#3a5fa8"]
@@ -94,7 +94,7 @@ def blocks_chart(floor: Floor, lang: str = "en") -> alt.LayerChart:
                         # below the chart, three to a row in a phone's column (at the side, the
                         # legend left a phone's plot a sliver)
                         legend=alt.Legend(orient="bottom", symbolLimit=20,
-                                          columns=alt.ExprRef(f"containerSize()[0] < {NARROW_BOX} ? 3 : 0"))),
+                                          columns=when_narrow(3, 0))),
         order=alt.Order("rank:Q"),
         tooltip=[alt.Tooltip("series:N", title=" "), alt.Tooltip("blocks:Q", title=label("floor_blocks", lang)),
                  alt.Tooltip("holders:Q", title=label("floor_holders", lang)),

@@ -11,7 +11,7 @@ from engine.schema.trace import Trace
 from viz import frames
 from viz.fmt import bytes_unit, fmt_bytes
 from viz.text.labels import label
-from viz.charts.theme import BLUE, INK, NARROW_BOX, ORANGE, STACK_NARROW
+from viz.charts.theme import BLUE, INK, ORANGE, STACK_NARROW, when_narrow
 
 # Vega expression that writes a byte count with a binary unit, for log axes spanning MiB..TiB.
 BYTES_LABEL = ("datum.value >= 1099511627776 ? format(datum.value / 1099511627776, '~g') + ' TiB' : "
@@ -114,8 +114,8 @@ def projection_chart(rows: list[dict], lang: str = "en") -> alt.LayerChart:
         x=x, xOffset=offset,
         y=alt.Y("kv_bytes:Q", scale=alt.Scale(type="log"), axis=y_axis, stack=None),
         color=alt.Color("model:N", sort=models, title=label("model", lang),
-                        legend=alt.Legend(orient="top", columns=alt.ExprRef(f"containerSize()[0] < {NARROW_BOX} ? 1 : 2"),
-                                          labelLimit=alt.ExprRef(f"containerSize()[0] < {NARROW_BOX} ? containerSize()[0] - 70 : 420"))),
+                        legend=alt.Legend(orient="top", columns=when_narrow(1, 2),
+                                          labelLimit=when_narrow("containerSize()[0] - 70", 420))),
         # ordinal and sorted: Vega-Lite 5 refuses opacity on an unsorted discrete field; one kind alone gets a
         # plain value (a one-value range came out of the page's Vega-Lite as [0.8, NaN]: bars with no opacity)
         opacity=alt.Opacity("kind:O", sort=kinds, title=label("source", lang),

@@ -27,10 +27,18 @@ NARROW_BOX = 480      # px: a box this narrow is a phone's column
 # usermeta flag: the chart keeps its width in a narrow box and scrolls there (a square map whose cells
 # would be squeezed to slivers), instead of being fitted to the box (ui/page/plot.py)
 KEEP_WIDTH = "keep_width"
+
+
+def when_narrow(narrow, wide) -> alt.ExprRef:
+    """A chart setting that takes `narrow` in a box narrower than NARROW_BOX and `wide` elsewhere
+    (either a number or a Vega expression); with no box (a file made from the chart) it is `wide`."""
+    return alt.ExprRef(f"containerSize()[0] < {NARROW_BOX} ? {narrow} : {wide}")
+
+
 # a legend above or below a chart (one row of entries) stacks them in one column in a box narrower
 # than NARROW_BOX, instead of running off the chart's right edge; elsewhere (and in files made from
 # the chart, drawn with no box) it keeps one row. (A legend at the side is one column already.)
-STACK_NARROW = alt.ExprRef(f"containerSize()[0] < {NARROW_BOX} ? 1 : 0")
+STACK_NARROW = when_narrow(1, 0)
 
 
 def config() -> alt.theme.ThemeConfig:
