@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.paths import OUTPUT  # noqa: E402
-from tests.servers import app_server, free_port, serving  # noqa: E402
+from tests.servers import free_port, launch, launch_app, ready  # noqa: E402
 # Tests never reach a model hub: fail fast instead of retrying a network that is not there.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # the apps started here do not build their compiled decode step, except the session's app below,
@@ -30,7 +30,7 @@ def output_dir() -> Path:
     return OUTPUT
 
 
-SERVER: dict = {}     # the live app's process id, for tests that watch its memory
+SERVER: dict = {}     # the session's servers (processes, urls) and the live app's id ("pid")
 
 
 def served_endpoint(url: str) -> dict:
@@ -40,15 +40,49 @@ def served_endpoint(url: str) -> dict:
             "extra": {"repeat_penalty": 1.0}}
 
 
+def session_servers() -> dict:
+    """Start llama-cpp-python's server and the session's app without waiting for either: called when the
+    collection holds a test that needs them (pytest_collection_finish, below), so that their start, and
+    on a fresh machine the app's back-room build of its compiled step (minutes of a core), go on while
+    the unit and tiny tiers run (one core each, mostly). The fixtures below wait for them to answer."""
+    if not SERVER:
+        from engine.model.loading import embedded_gguf
+        port = free_port()
+        SERVER["llama_url"] = url = f"http://127.0.0.1:{port}"
+        SERVER["llama"] = launch(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_gguf()), "--host", "127.0.0.1",
+             "--port", str(port), "--n_threads", "2", "--n_ctx", "2048", "--model_alias", "smollm2",
+             # queue concurrent requests (by default a new request cuts off the running one)
+             "--interrupt_requests", "False"], "llama-server")
+        env = {k: v for k, v in os.environ.items() if k != "TBT_COMPILE"}       # as it ships
+        env.update({"TBT_CONCURRENCY": "4", "TBT_ENDPOINTS": json.dumps([served_endpoint(url)])})
+        SERVER["app"], SERVER["app_url"] = launch_app("app-server", env)
+    return SERVER
+
+
+def pytest_collection_finish(session):
+    if not session.config.option.collectonly and any("app_url" in item.fixturenames for item in session.items):
+        session_servers()
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    """llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`) on the embedded
+    GGUF, on a free local port: a real serving engine for the served-model tests. make test
+    installs llama-cpp-python (built from source once, then from pip's cache)."""
+    servers = session_servers()
+    with ready(servers["llama"], servers["llama_url"] + "/v1/models", "llama-server", 120):
+        yield servers["llama_url"]
+
+
 @pytest.fixture(scope="session")
 def app_url(llama_server):
     """The real app (`python app.py`) on a free local port, for gradio_client and the browser; it
-    offers llama-cpp-python's server (below) as a served model, as a host would with TBT_ENDPOINTS."""
-    env = {k: v for k, v in os.environ.items() if k != "TBT_COMPILE"}       # as it ships
-    env.update({"TBT_CONCURRENCY": "4", "TBT_ENDPOINTS": json.dumps([served_endpoint(llama_server)])})
-    with app_server("app-server", env) as (proc, url):
-        SERVER["pid"] = proc.pid
-        yield url
+    offers llama-cpp-python's server (above) as a served model, as a host would with TBT_ENDPOINTS."""
+    servers = session_servers()
+    with ready(servers["app"], servers["app_url"], "app-server", 240):
+        SERVER["pid"] = servers["app"].pid
+        yield servers["app_url"]
 
 
 @pytest.fixture(scope="session")
@@ -107,22 +141,6 @@ def shots(output_dir):
     folder = output_dir / "browser"
     folder.mkdir(exist_ok=True)
     return folder
-
-
-@pytest.fixture(scope="session")
-def llama_server():
-    """llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`) on the embedded
-    GGUF, on a free local port: a real serving engine for the served-model tests. make test
-    installs llama-cpp-python (built from source once, then from pip's cache)."""
-    from engine.model.loading import embedded_gguf
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_gguf()), "--host", "127.0.0.1",
-               "--port", str(port), "--n_threads", "2", "--n_ctx", "2048", "--model_alias", "smollm2",
-               # queue concurrent requests (by default a new request cuts off the running one)
-               "--interrupt_requests", "False"]
-    with serving(command, url + "/v1/models", "llama-server", 120):
-        yield url
 
 
 # Each folder of tests/ is a kind, and its marker (pytest.ini says what each holds): `pytest -m unit`,

@@ -78,27 +78,39 @@ def _stop_leftovers() -> None:
         stop(proc, timeout_s=10)
 
 
-@contextmanager
-def serving(command: list[str], ready_url: str, name: str, seconds: float, env: dict | None = None):
-    """Start `command` in the repository root (its output in test-output/`name`.log), yield the
-    process once `ready_url` answers, stop it at the end, whatever happens."""
+def launch(command: list[str], name: str, env: dict | None = None) -> subprocess.Popen:
+    """Start `command` in the repository root, its output in test-output/`name`.log (not waited for)."""
     OUTPUT.mkdir(exist_ok=True)
-    log_path = OUTPUT / f"{name}.log"
-    with open(log_path, "w") as log:
+    with open(OUTPUT / f"{name}.log", "w") as log:
         proc = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
-        STARTED[proc.pid] = proc
-        try:
-            wait_until_ready(proc, ready_url, name, seconds, f"test-output/{log_path.name}")
-            yield proc
-        finally:
-            stop(proc)
+    STARTED[proc.pid] = proc
+    return proc
+
+
+@contextmanager
+def ready(proc: subprocess.Popen, ready_url: str, name: str, seconds: float):
+    """Yield `proc` once `ready_url` answers; stop it at the end, whatever happens."""
+    try:
+        wait_until_ready(proc, ready_url, name, seconds, f"test-output/{name}.log")
+        yield proc
+    finally:
+        stop(proc)
+
+
+def serving(command: list[str], ready_url: str, name: str, seconds: float, env: dict | None = None):
+    """Start `command` (above), yield the process once `ready_url` answers, stop it at the end."""
+    return ready(launch(command, name, env), ready_url, name, seconds)
+
+
+def launch_app(name: str, env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    """The app (`python app.py`) on a free port of 127.0.0.1, started: (process, url of its page)."""
+    port = free_port()
+    return launch(app_command(port), name, env), f"http://127.0.0.1:{port}/"
 
 
 @contextmanager
 def app_server(name: str, env: dict | None = None, seconds: float = 240):
-    """The app (`python app.py`) on a free port of 127.0.0.1: yields (process, url) once its page
-    answers."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
-    with serving(app_command(port), url, name, seconds, env) as proc:
+    """The app on a free port: yields (process, url) once its page answers, stops it at the end."""
+    proc, url = launch_app(name, env)
+    with ready(proc, url, name, seconds):
         yield proc, url

@@ -3,7 +3,6 @@ find its chart; then the roofline, redrawn for another model. Screenshots land i
 """
 
 import json
-import time
 
 import pytest
 
@@ -50,12 +49,12 @@ def test_kv_cache_experiment_from_the_page(page, shots, tmp_path, app_url):
 
     def another_visitor():
         seen["jobs"] = client.predict(api_name="/status")["house"]["jobs"]
-        start = time.monotonic()
         client.predict("Hello", 16, 0.0, api_name="/trace")
-        seen["wall_s"] = time.monotonic() - start
+        # the run is done and the experiment is not: it did not wait for the lab (it once did, 23 s)
+        seen["note_after_run"] = page.inner_text("#lab-kv-note")
     run_experiment(page, "kv", timeout_s=150, meanwhile=another_visitor)
     assert [j["kind"] for j in seen["jobs"]] == ["lab"], seen
-    assert seen["wall_s"] < 10, seen             # ~1 s alone here; it held the run 23 s before
+    assert "Measuring" in seen["note_after_run"], seen
     note = page.inner_text("#lab-kv-note")
     assert "faster" in note, note
     assert "cache on" in page.inner_text("#lab-kv-table") and "cache off" in page.inner_text("#lab-kv-table")

@@ -2,19 +2,17 @@
 over-long one under the prompt box, a file that is not a trace and a hostile trace on the upload
 box; and the API answers a refused argument in Chinese when asked to (Accept-Language: zh).
 
-The app runs with TBT_MAX_PROMPT_CHARS=200, so an over-long prompt is quick to type. Screenshots of
+On the session's app as shipped (its prompt cap the default 20,000 characters). Screenshots of
 each message land in test-output/browser/zh-message-*.png; look at them after changing a message.
 """
 
 import json
-import os
 import re
 
 import pytest
 from gradio_client import Client
 
 from tests.paths import FIXTURES
-from tests.servers import app_server
 
 pytestmark = pytest.mark.browser
 
@@ -26,10 +24,9 @@ PRODUCT = "Token by Token"          # the app's name, the same in both languages
 
 
 @pytest.fixture(scope="module")
-def zh_app():
-    env = {**os.environ, "TBT_MAX_PROMPT_CHARS": "200"}
-    with app_server("app-server-zh", env) as (_, url):
-        yield url
+def zh_app(app_url):
+    """The session's app, as shipped (its prompt cap is the default 20,000 characters)."""
+    return app_url
 
 
 @pytest.fixture()
@@ -85,10 +82,10 @@ def test_an_empty_and_an_over_long_prompt_are_refused_in_chinese(zh_page, shots)
     page.click("#run")
     said(page, "提示词是空的", shots, "empty", "#prompt")
     assert_no_english_message(page)
-    page.fill("#prompt textarea", "量子" * 101)           # 202 characters; the cap is 200
+    page.fill("#prompt textarea", "量子" * 10_001)        # 20,002 characters; the shipped cap is 20,000
     page.click("#run")
-    text = said(page, "上限是 200 个", shots, "too-long", "#prompt")
-    assert "202" in text
+    text = said(page, "上限是 20,000 个", shots, "too-long", "#prompt")
+    assert "20,002" in text
     assert_no_english_message(page)
     page.screenshot(path=str(shots / "zh-message-prompt-page.png"))
 
