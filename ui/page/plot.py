@@ -20,11 +20,10 @@ import json
 import gradio as gr
 from gradio.components.plot import PlotData
 
-from viz.charts.theme import KEEP_WIDTH
+from viz.charts.theme import COMPOSED, KEEP_WIDTH
 
 ROOM = 220          # px a chart's axes, legend and margins take beside its plot, at most (pad autosize)
 CANVAS_PAD = 12     # Gradio's CSS pads each chart's canvas 6 px a side
-COMPOSED = ("hconcat", "vconcat", "concat", "facet", "repeat", "spec")
 
 
 def fluid(spec: dict) -> dict:

@@ -27,6 +27,8 @@ NARROW_BOX = 480      # px: a box this narrow is a phone's column
 # usermeta flag: the chart keeps its width in a narrow box and scrolls there (a square map whose cells
 # would be squeezed to slivers), instead of being fitted to the box (ui/page/plot.py)
 KEEP_WIDTH = "keep_width"
+# the compositions whose size a top-level width/height cannot set (their panels size themselves)
+COMPOSED = ("hconcat", "vconcat", "concat", "facet", "repeat")
 
 
 def when_narrow(narrow, wide) -> alt.ExprRef:

@@ -17,6 +17,8 @@ import re
 
 import vl_convert
 
+from viz.charts.theme import COMPOSED
+
 SLIDE = (1280, 720)
 PNG_SCALE = 1.5              # 1280 x 720 -> 1920 x 1080 pixels
 # the projector's type (viz.charts.theme.presentable, big=True), a little larger for a whole slide
@@ -24,8 +26,6 @@ BIG = {"axis": {"labelFontSize": 20, "titleFontSize": 22, "labelColor": "#000", 
        "legend": {"labelFontSize": 20, "titleFontSize": 22},
        "header": {"labelFontSize": 20, "titleFontSize": 22},
        "title": {"fontSize": 30, "subtitleFontSize": 20, "color": "#000", "subtitleColor": "#222"}}
-# the compositions whose size a top-level width/height cannot set (their panels size themselves)
-COMPOSED = ("hconcat", "vconcat", "concat", "facet", "repeat")
 
 
 def spec_of(chart) -> dict:
