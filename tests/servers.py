@@ -97,11 +97,6 @@ def ready(proc: subprocess.Popen, ready_url: str, name: str, seconds: float):
         stop(proc)
 
 
-def serving(command: list[str], ready_url: str, name: str, seconds: float, env: dict | None = None):
-    """Start `command` (above), yield the process once `ready_url` answers, stop it at the end."""
-    return ready(launch(command, name, env), ready_url, name, seconds)
-
-
 def launch_app(name: str, env: dict | None = None) -> tuple[subprocess.Popen, str]:
     """The app (`python app.py`) on a free port of 127.0.0.1, started: (process, url of its page)."""
     port = free_port()

@@ -14,7 +14,7 @@ from tests.servers import app_server
 @pytest.mark.slow
 def test_unavailable_model_falls_back_to_the_embedded_one(output_dir):
     env = {**os.environ, "TBT_MODELS": "no-such-org/no-such-model-xyz,embedded", "HF_HUB_OFFLINE": "1"}
-    # the app must come up (serving() fails if it exits instead of falling back)
+    # the app must come up (ready() fails if it exits instead of falling back)
     with app_server("fallback-server", env, seconds=240) as (_, url):
         # the page is up before the model loads; the notice comes with the model (the page's
         # header shows it then, and /status says it)
