@@ -30,7 +30,7 @@ def output_dir() -> Path:
     return OUTPUT
 
 
-SERVER: dict = {}     # the session's servers (processes, urls) and the live app's id ("pid")
+SERVER: dict = {}     # the session's servers: their processes and urls (session_servers, below)
 
 
 def served_endpoint(url: str) -> dict:
@@ -81,7 +81,6 @@ def app_url(llama_server):
     offers llama-cpp-python's server (above) as a served model, as a host would with TBT_ENDPOINTS."""
     servers = session_servers()
     with ready(servers["app"], servers["app_url"], "app-server", 240):
-        SERVER["pid"] = servers["app"].pid
         yield servers["app_url"]
 
 
@@ -99,7 +98,7 @@ def client(app_url):
 def app_process(app_url):
     """The live app's process (psutil), to read its memory."""
     import psutil
-    return psutil.Process(SERVER["pid"])
+    return psutil.Process(SERVER["app"].pid)
 
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]

@@ -204,6 +204,7 @@ def test_hostile_but_well_typed_files_are_refused_without_growing_the_server(cli
     HOSTILE[name](doc)
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
+    still_serving(client)            # the model loaded (run alone, a fresh server is still loading it)
     before = app_process.memory_info().rss
     refused(lambda: client.predict(handle_file(str(path)), api_name="/read_trace"), "not a usable trace")
     still_serving(client)
