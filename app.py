@@ -44,6 +44,7 @@ from ui.host.sessions import SessionReaper
 from ui.page.fonts import font_css, theme
 from ui.page.header import PRESENTER_JS, Header, caps_md, loading_md
 from ui.page.i18n import I18N, LANG_SYNC_JS, lang_of, t
+from ui.page.plot import PLOT_JS
 from ui.share.links import LANG_JS as LINK_LANG_JS, Share
 from ui.walkthrough import tab as walkthrough
 from viz.html.css import CSS, HEAD_CSS
@@ -120,7 +121,7 @@ def main() -> None:
         css=CSS + page_css(), i18n=I18N, max_file_size=models.limits.max_upload_bytes, prevent_thread_lock=True,
         state_session_capacity=environment.max_sessions(),
         # the page's typeface from local files (ui/page/fonts.py), and the rules css= cannot carry (viz/html/css.py)
-        theme=theme(), head=f"<style>{font_css()}{HEAD_CSS}</style>")
+        theme=theme(), head=f"<style>{font_css()}{HEAD_CSS}</style><script>{PLOT_JS}</script>")
     try:
         models.load_default()       # torch, transformers and the weights: the page is already up
         logging.info("%s is loaded: runs can start", models.default)

@@ -52,16 +52,14 @@ def run_prompt(page, prompt: str, max_tokens: int | None = None) -> dict:
 
 def fork_at_step(page, step: int, key: str) -> None:
     """On Decode: type `step` in the step box and leave it with `key` ("Tab" or "Enter"), wait until
-    that step's candidates replace the ones on show (the model's second choice selected), fork there,
-    and wait until the chapters show the branch b1."""
-    choice = "() => document.querySelector('#fork-token input')?.value"
-    page.wait_for_function(f"() => ({choice})()?.startsWith('2.')", timeout=20_000)
-    before = page.evaluate(choice)
+    that step is on show (its facts, and in the same update its candidates in the fork's list, the
+    model's second choice selected), fork there, and wait until the chapters show the branch b1."""
     box = page.locator("#step input[type=number]")
     box.fill(str(step))
     box.press(key)
-    page.wait_for_function(f"(before) => ({choice})() !== before && ({choice})().startsWith('2.')",
-                           arg=before, timeout=30_000)
+    page.wait_for_selector(f"#step-facts [data-step='{step}']", timeout=30_000)
+    page.wait_for_function("() => document.querySelector('#fork-token input')?.value?.startsWith('2.')",
+                           timeout=30_000)
     page.click("#fork-run")
     page.wait_for_function("() => document.querySelector('#fork-note')?.innerText.includes('Branch b1')",
                            timeout=180_000)
@@ -439,6 +437,7 @@ def test_fork_a_run_see_the_tree_and_measure_the_prefix(page, shots, tmp_path):
     run_prompt(page, "Xiao Ming went to the supermarket and bought some apples. Then he", max_tokens=12)
     open_tab(page, "4 · Decode", ["#candidates"])
     fork_at_step(page, 3, "Tab")
+    page.wait_for_selector("#step-facts [data-step='3']", timeout=30_000)   # Decode stays where it forked
     assert page.locator("#fork-tree .tbt-tree-label").count() == 2
     assert page.locator("#fork-tree .tbt-tree-fork").count() == 1
     page.click("#fork-recompute")

@@ -17,6 +17,12 @@ DESKTOP = {"viewport": {"width": 1400, "height": 1000}}
 TABS_JS = "() => [...document.querySelectorAll('#explore-chapters [role=tab]')].map((b) => b.innerText.trim())"
 # the page's own width against the window's: anything wider lets the page scroll (or cut) sideways
 PAGE_WIDTH_JS = "() => [document.documentElement.scrollWidth, window.innerWidth]"
+# every paragraph of explanation in sight (30+ characters) and its width (issue 48: a note beside a
+# button was 14 px wide, one glyph a line)
+NARROW_TEXT_JS = """() => [...document.querySelectorAll('#explore-chapters .prose p, #explore-chapters .md p')]
+  .filter((el) => el.offsetParent && el.innerText.trim().length >= 30)
+  .map((el) => [el.closest('[id]')?.id ?? '', Math.round(el.getBoundingClientRect().width), el.innerText.slice(0, 24)])
+  .filter(([, width]) => width < 240)"""
 
 
 def open_page(browser, app_url, lang: str, form: dict):
@@ -72,7 +78,7 @@ def test_every_chart_draws_the_marks_its_spec_declares(browser, app_url, shots, 
 def test_a_phone_shows_every_chapter_within_its_width(browser, app_url, shots, lang):
     context, page = open_page(browser, app_url, lang, PHONE)
     try:
-        wide, lost, fitted = {}, {}, 0
+        wide, lost, fitted, squeezed = {}, {}, 0, {}
         for n, name in enumerate(each_chapter(page), 1):
             window = page.evaluate("() => window.innerWidth")
             for plot in plots_ready(page):
@@ -89,6 +95,8 @@ def test_a_phone_shows_every_chapter_within_its_width(browser, app_url, shots, l
                     wide[f"{name} #{plot['id']}"] = {k: round(plot[k]) for k in ("left", "right", "drawnLeft", "drawn")}
                 if gone := missing(plot):
                     lost[f"{name} #{plot['id']}"] = gone
+            if narrow := page.evaluate(NARROW_TEXT_JS):
+                squeezed[name] = narrow
             scroll, window = page.evaluate(PAGE_WIDTH_JS)
             if scroll > window:
                 wide[f"{name} (the page)"] = (scroll, window)
@@ -96,6 +104,7 @@ def test_a_phone_shows_every_chapter_within_its_width(browser, app_url, shots, l
         assert fitted >= 14, f"only {fitted} charts were fitted to a phone's column"
         assert not wide, f"cut or wider than the window on a phone (px): {wide}"
         assert not lost, f"marks declared but not drawn on a phone: {lost}"
+        assert not squeezed, f"explanations narrower than 240 px on a phone: {squeezed}"
     finally:
         context.close()
 

@@ -71,9 +71,23 @@ def test_decode_opens_on_the_same_step_as_sampling(lang):
     with gr.Blocks():
         decode = Decode(NoModel(), trace.model.layers, trace.model.heads, fork_panel=lambda: None)
     drawn = decode.draw(trace, trace.model.layers - 1, "average", lang)
-    step = drawn[4]["value"]
+    step = drawn[5]["value"]
     assert step == least_sure_step(trace) and step != len(trace.steps) - 1
     assert is_word(trace.steps[step].token)
+    # the fork's list holds that step's candidates, not the last step's (issue 48 item 3)
+    assert [id_ for _, id_ in drawn[4]["choices"]] == [c.id for c in trace.steps[step].candidates]
+
+
+def test_a_branch_opens_on_the_step_it_was_forked_at():
+    """Issue 48 item 4: after a fork at step 3, Decode stayed on no step of the visitor's choosing
+    (it jumped to the branch's least sure step); it opens where the branch was forked."""
+    trace = recorded("en")["normal"]
+    with gr.Blocks():
+        decode = Decode(NoModel(), trace.model.layers, trace.model.heads, fork_panel=lambda: None)
+    for at in (0, 3, len(trace.steps) - 1):
+        drawn = decode.draw(trace, trace.model.layers - 1, "average", "en", at=at)
+        assert drawn[5]["value"] == at
+        assert [id_ for _, id_ in drawn[4]["choices"]] == [c.id for c in trace.steps[at].candidates]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

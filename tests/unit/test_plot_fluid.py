@@ -10,7 +10,7 @@ import pandas as pd
 import vl_convert
 
 import viz  # noqa: F401  (the theme)
-from ui.page.plot import Plot, fluid
+from ui.page.plot import BOX, HOOK, PLOT_JS, Plot, fluid
 from viz.charts.notice import NOTICE, notice_chart
 from viz.charts.theme import KEEP_WIDTH
 from viz.out import export
@@ -26,19 +26,47 @@ def patch_of(spec: dict) -> list | None:
     return ((spec.get("usermeta") or {}).get("embedOptions") or {}).get("patch")
 
 
+def signals_of(spec: dict) -> dict:
+    """{signal name: its update} the patch adds; the title's limit under '/title/limit'."""
+    out = {}
+    for op in patch_of(spec):
+        value = op["value"]
+        out[value["name"] if op["path"] == "/signals/-" else op["path"]] = value.get("update") or value.get("signal")
+    return out
+
+
 def test_a_chart_with_a_plain_width_is_fitted_to_a_narrow_box_only():
-    spec = fluid(bars(width=520, title="A title").to_dict())
-    ops = {op["path"]: op["value"]["signal"] for op in patch_of(spec)}
-    assert set(ops) == {"/width", "/autosize", "/title/limit"}
+    ops = signals_of(fluid(bars(width=520, title="A title").to_dict()))
+    assert set(ops) == {BOX, "width", "autosize", "/title/limit"}
     # narrower than the plot plus room for its axes: the box's width; otherwise its own 520
-    assert "< 740" in ops["/width"] and ops["/width"].endswith(": 520")
-    assert "fit-x" in ops["/autosize"] and "'pad'" in ops["/autosize"]
+    assert "< 740" in ops["width"] and ops["width"].endswith(": 520")
+    assert "fit-x" in ops["autosize"] and "'pad'" in ops["autosize"]
+
+
+def test_the_box_is_read_again_at_each_resize_and_a_hidden_box_is_no_box():
+    """Issue 48: a chart drawn while its chapter was hidden (a box 0 px wide) came back 12 px wide
+    for good. The box's width is read again at every window resize (the page raises one when a
+    chart's box changes width), and a box of no width keeps the chart's own width."""
+    box = next(op["value"] for op in patch_of(fluid(bars(width=520).to_dict())) if op["value"].get("name") == BOX)
+    assert [on["events"] for on in box["on"]] == ["window:resize"] and box["on"][0]["update"] == box["init"]
+    width = signals_of(fluid(bars(width=520).to_dict()))["width"]
+    assert width.startswith(f"(({BOX} > 0 &&") or width.startswith(f"({BOX} > 0 &&"), width
+    assert "ResizeObserver" in PLOT_JS and "dispatchEvent(new Event('resize'))" in PLOT_JS
+
+
+def test_the_compiled_vega_has_the_signal_list_the_patch_adds_to():
+    """The patch adds to the compiled Vega's signals: the chart's own parameter makes the list, beside
+    the chart's own parameters (a hover selection keeps working)."""
+    hover = alt.selection_point(fields=["y"], on="pointerover")
+    for chart in (bars(width=520), bars(width=520).add_params(hover) + bars(width=520).mark_text()):
+        names = [s["name"] for s in vl_convert.vegalite_to_vega(fluid(chart.to_dict()))["signals"]]
+        assert HOOK in names
 
 
 def test_a_fitted_chart_keeps_its_autosize_and_is_narrowed_below_its_own_width():
     chart = bars(width=600, height=300, autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
-    ops = {op["path"]: op["value"]["signal"] for op in patch_of(fluid(chart.to_dict()))}
-    assert set(ops) == {"/width"} and "< 600" in ops["/width"]
+    ops = signals_of(fluid(chart.to_dict()))
+    assert set(ops) == {BOX, "width"} and "< 600" in ops["width"]
 
 
 def test_compositions_steps_and_kept_widths_are_left_alone():

@@ -14,17 +14,18 @@ from viz.opening import first_readable_step, least_sure_step, readable_step  # n
 from viz.text.labels import label
 
 from ui.chapters.common import PRIVATE, chart_or_notice, clamp, head_choices, head_index, intro, known_head, plot
+from ui.chapters.fork import token_choices
 from ui.host.models import torch_side
 from ui.page.i18n import t
 
-# Enter in the step's number box applies the typed step: Gradio's slider applies it on blur (its
-# "release"), and Enter does nothing there; one listener for the page (registered once).
+# Enter in a chapter's number box (the step, a layer, a query, a seed) applies the typed value: Gradio's
+# slider applies it on blur (its "release"), and Enter does nothing there; one listener for the page.
 ENTER_APPLIES_JS = """
 if (!window.tbtEnterApplies) {
   window.tbtEnterApplies = true;
   document.addEventListener('keydown', (e) => {
     const box = e.target;
-    if (e.key !== 'Enter' || !box.matches || !box.matches('#step input[type=number]')) return;
+    if (e.key !== 'Enter' || !box.matches || !box.matches('#explore-chapters input[type=number]')) return;
     e.preventDefault();
     box.blur();                      // the slider's own release: the chapter draws the typed step
     requestAnimationFrame(() => box.focus());
@@ -70,21 +71,26 @@ class Decode:
 
     @property
     def shown(self) -> list:
-        """What `decode_view` fills."""
-        return [self.facts, self.candidates, self.attention_row, self.lens]
+        """What `view` fills: `decode_view`'s views, then the fork's token list (always the
+        candidates of the step on show: issue 48)."""
+        return [self.facts, self.candidates, self.attention_row, self.lens, self.fork.token]
 
     @property
     def views(self) -> list:
         return [*self.shown, self.step, self.layer, self.head]
 
     def view(self, trace: Trace, step, layer, head, lang: str) -> tuple:
-        """decode_view of the step on show, its logit lens computed now."""
-        return decode_view(with_lens(self.models, trace, step), step, layer, head, lang)
+        """decode_view of the step on show, its logit lens computed now, and that step's candidates
+        for the fork."""
+        return (*decode_view(with_lens(self.models, trace, step), step, layer, head, lang),
+                token_choices(trace, step, lang))
 
-    def draw(self, trace: Trace, layer, head, lang: str) -> list:
+    def draw(self, trace: Trace, layer, head, lang: str, at: int | None = None) -> list:
         """A trace opens on the word the model was least sure of (viz/opening.py; Sampling opens on
-        it too); the layer and head controls follow its model."""
-        last, opening = max(len(trace.steps) - 1, 0), least_sure_step(trace)
+        it too), or on step `at` (a branch opens where it was forked); the layer and head controls
+        follow its model."""
+        last = max(len(trace.steps) - 1, 0)
+        opening = least_sure_step(trace) if at is None else clamp(at, last)
         heads = head_choices(trace.model.heads, lang)
         layer, head = clamp(layer, trace.model.layers - 1), known_head(head, heads)
         return [*self.view(trace, opening, layer, head, lang), gr.update(maximum=max(last, 1), value=opening),

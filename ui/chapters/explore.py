@@ -23,7 +23,7 @@ from viz.html.tree import tree_html
 from ui.chapters import floor, lab, reasoning
 from ui.chapters.common import CLICK_JS, ENGINE, PRIVATE, intro, stop_button, stop_wiring, while_running
 from ui.chapters.decode import Decode, least_sure_step
-from ui.chapters.fork import ForkPanel, token_choices
+from ui.chapters.fork import ForkPanel
 from ui.chapters.kv import KvCache
 from ui.chapters.prefill import Prefill
 from ui.chapters.run import Run, branch_status_md, status_md
@@ -44,6 +44,9 @@ def recording_html(trace, lang: str) -> str:
                             device=escape(device_name(trace.model.device)))
     return f'<div class="tbt-recording">{words}</div>'
 
+
+# a click on an answer token brings the Decode chapter (now on that step) into sight
+SHOW_DECODE_JS = "() => document.querySelector('#explore-chapters')?.scrollIntoView({block: 'start'})"
 
 class Explore:
     def __init__(self, run: Run, model_id: gr.components.Component, lang: gr.State):
@@ -129,7 +132,7 @@ class Explore:
     def views(self) -> list:
         """Everything `render` fills, in its order."""
         return [*self.tokens.views, *self.prefill.views, *self.kv.views, *self.decode.views, *self.speed.views,
-                *self.sampling.views, self.file.download, self.output, self.stale, self.fork.tree, self.fork.token,
+                *self.sampling.views, self.file.download, self.output, self.stale, self.fork.tree,
                 *self.fork.availability, self.status]
 
     @property
@@ -188,15 +191,15 @@ class Explore:
         fresh = write_file or recording
         shown = find(tree, branch) if tree is not None and branch and branch != ROOT else None   # a branch on show
         # the sampling playground opens on the step where the model was least sure
-        unsure, last = least_sure_step(trace), max(len(trace.steps) - 1, 0)
+        unsure = least_sure_step(trace)
         output = (recording_html(trace, lang) if recording else   # the marker: every chapter is drawn
                   html.output_html(trace, lang=lang) + '<span class="tbt-rendered"></span>')
         values = [*self.tokens.draw(trace, lang), *self.prefill.draw(trace, layer, head, query, lang, fresh),
-                  *self.kv.draw(trace, lang), *self.decode.draw(trace, d_layer, d_head, lang),
+                  *self.kv.draw(trace, lang), *self.decode.draw(trace, d_layer, d_head, lang, shown.at if shown else None),
                   *self.speed.draw(trace, lang, shown), *self.sampling.draw(trace, unsure, (temperature, top_k, top_p, seed), lang),
                   self.download(trace, tree, write_file, recording, lens_file, lang), output,
                   gr.update(visible=False), tree_html(tree or trace, branch or ROOT, lang),
-                  token_choices(trace, last, lang), *self.fork.available(trace, lang),
+                  *self.fork.available(trace, lang),
                   self.status_of(trace, shown, lang, recording)]
         return dict(zip(self.views, values, strict=True))
 
@@ -219,8 +222,7 @@ class Explore:
             return gr.skip()
         index = max(0, min(int(evt.index), max(len(tr.steps) - 1, 0)))
         return [gr.update(value=index), gr.update(value=index), *self.decode.view(tr, index, d_layer, d_head, lang),
-                *sampling_view(tr, index, temperature, top_k, top_p, seed, lang), gr.Tabs(selected="decode"),
-                token_choices(tr, index, lang)]
+                *sampling_view(tr, index, temperature, top_k, top_p, seed, lang), gr.Tabs(selected="decode")]
 
     def wire(self) -> None:
         run = gr.on([self.run_btn.click, self.prompt.submit], while_running(on_gpu(self.run.run, for_tokens(1))),
@@ -239,4 +241,4 @@ class Explore:
                        (self.render_all, self.render_inputs, self.views), (self.redraw, self.render_inputs, self.views))
         self.output.click(self.pick_step, [self.trace, self.decode.layer, self.decode.head, *self.sampling.knobs, self.lang],
                           [self.decode.step, self.sampling.step, *self.decode.shown, *self.sampling.shown,
-                           self.chapters, self.fork.token], **PRIVATE)
+                           self.chapters], **PRIVATE).then(None, js=SHOW_DECODE_JS, **PRIVATE)

@@ -207,5 +207,3 @@ class ForkPanel:
                              [self.tree_state, self.note, download], **ENGINE, **PRIVATE)
         self.tree.click(self.pick, [self.tree_state, lang], [self.branch, self.trace, self.note],
                         **PRIVATE).success(*redraw, **PRIVATE)
-        # the step on show and its candidates
-        step.release(token_choices, [self.trace, step, lang], self.token, **PRIVATE)

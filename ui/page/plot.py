@@ -24,33 +24,77 @@ from viz.charts.theme import COMPOSED, KEEP_WIDTH
 
 ROOM = 220          # px a chart's axes, legend and margins take beside its plot, at most (pad autosize)
 CANVAS_PAD = 12     # Gradio's CSS pads each chart's canvas 6 px a side
+BOX = "tbt_box"     # the Vega signal holding the box's width (0 while the box is hidden or unknown)
+HOOK = "tbt_fit"    # the Vega-Lite parameter that gives the compiled Vega a signal list
+
+# Vega reads a box's width at each window resize; Gradio's box changes width without one when its
+# chapter or walkthrough step comes into sight, or the page is laid out again. One observer for the
+# page raises a resize event (once a frame at most) whenever a chart's box changes width.
+PLOT_JS = """
+(() => {
+  if (window.tbtPlotFit) return;
+  window.tbtPlotFit = true;
+  let pending = false;
+  const widths = new WeakMap();
+  const seen = new ResizeObserver((entries) => {
+    let changed = false;
+    for (const e of entries) {
+      const w = Math.round(e.contentRect.width);
+      if (widths.get(e.target) !== w) { widths.set(e.target, w); changed = true; }
+    }
+    if (changed && !pending) {
+      pending = true;
+      requestAnimationFrame(() => { pending = false; window.dispatchEvent(new Event('resize')); });
+    }
+  });
+  const watch = (root) => {
+    if (root.nodeType !== 1) return;
+    const boxes = root.matches('[data-testid=altair]') ? [root] : root.querySelectorAll('[data-testid=altair]');
+    boxes.forEach((el) => { if (!widths.has(el)) { widths.set(el, -1); seen.observe(el); } });
+  };
+  new MutationObserver((records) => records.forEach((r) => r.addedNodes.forEach(watch)))
+    .observe(document.documentElement, {childList: true, subtree: true});
+  watch(document.documentElement);
+})();
+"""
 
 
 def fluid(spec: dict) -> dict:
     """`spec` (Vega-Lite) with the patch that fits it to a box narrower than it wants; the same
     spec when its width is not a plain number (a step per band, a composition), it asks to keep
-    its width (viz.charts.theme.KEEP_WIDTH) or it is patched already."""
+    its width (viz.charts.theme.KEEP_WIDTH) or it is patched already.
+
+    The box's width is a signal (`BOX`) read when the chart is drawn and again at every window
+    resize (PLOT_JS raises one whenever a chart's box changes width, e.g. when its chapter comes
+    into sight). A box of no width (a chart drawn while its chapter or step is hidden) is no box:
+    the chart keeps its own width until it is seen, never drawn 12 px wide (issue 48)."""
     width = spec.get("width")
     meta = spec.get("usermeta") or {}
     if (not isinstance(width, (int, float)) or isinstance(width, bool) or any(k in spec for k in COMPOSED)
             or meta.get(KEEP_WIDTH) or "patch" in meta.get("embedOptions", {})):
         return spec
-    box = f"containerSize()[0] - {CANVAS_PAD}"
     autosize = spec.get("autosize")
     kind = autosize.get("type") if isinstance(autosize, dict) else autosize
     fitted = kind in ("fit", "fit-x")
     # a fitted chart's width is already its whole width; a padded one's is its plot's alone
     wants = width if fitted else width + ROOM
-    narrow = f"(isFinite(containerSize()[0]) && {box} < {wants})"
-    patch = [{"op": "add", "path": "/width", "value": {"signal": f"{narrow} ? {box} : {width}"}}]
+    narrow = f"({BOX} > 0 && {BOX} < {wants})"
+    measure = f"isFinite(containerSize()[0]) ? containerSize()[0] - {CANVAS_PAD} : 0"
+    signals = [{"name": BOX, "init": measure, "on": [{"events": "window:resize", "update": measure}]},
+               # Vega merges these into its own width and autosize signals (they update with the box)
+               {"name": "width", "update": f"{narrow} ? {BOX} : {width}"}]
     if not fitted:
-        patch.append({"op": "add", "path": "/autosize", "value": {
-            "signal": f"{narrow} ? {{type: 'fit-x', contains: 'padding'}} : {{type: 'pad'}}"}})
+        signals.append({"name": "autosize",
+                        "update": f"{narrow} ? {{type: 'fit-x', contains: 'padding'}} : {{type: 'pad'}}"})
+    patch = [{"op": "add", "path": "/signals/-", "value": s} for s in signals]
     if "title" in spec:      # a title or subtitle longer than the box is cut there, never widens the chart
         limit = ((spec.get("config") or {}).get("title") or {}).get("limit") or 100_000
         patch.append({"op": "add", "path": "/title/limit",
-                      "value": {"signal": f"isFinite(containerSize()[0]) ? min({limit}, {box} - 8) : {limit}"}})
-    return {**spec, "usermeta": {**meta, "embedOptions": {**meta.get("embedOptions", {}), "patch": patch}}}
+                      "value": {"signal": f"{BOX} > 0 ? min({limit}, {BOX} - 8) : {limit}"}})
+    # a parameter of its own makes the compiled Vega carry a signal list the patch can add to
+    params = [*spec.get("params", []), {"name": HOOK, "value": 0}]
+    return {**spec, "params": params,
+            "usermeta": {**meta, "embedOptions": {**meta.get("embedOptions", {}), "patch": patch}}}
 
 
 class Plot(gr.Plot):

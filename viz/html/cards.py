@@ -63,7 +63,7 @@ def step_html(trace: Trace, step: int, lang: str = "en") -> str:
         (label("kv_tokens", lang), f"{s.kv_tokens:,}"),
         (label("kv_bytes", lang), esc(fmt_bytes(s.kv_bytes))),
     ]
-    return (f'<div class="tbt tbt-step-card"><div class="tbt-card-title">'
+    return (f'<div class="tbt tbt-step-card" data-step="{s.index}"><div class="tbt-card-title">'
             f'{esc(label("step_title", lang, step=s.index))}</div>{_facts(rows)}'
             f'<div class="tbt-legend">{esc(label("step_note", lang, n=f"{trace.model.vocab_size:,}"))}</div></div>')
 
@@ -81,7 +81,7 @@ def _served_step(trace: Trace, s, phase: str, lang: str) -> str:
         (label("gap_ms", lang), esc(fmt_ms(s.ms))),
         (label("kv_tokens", lang), f"{s.kv_tokens:,}"),
     ]
-    return (f'<div class="tbt tbt-step-card"><div class="tbt-card-title">'
+    return (f'<div class="tbt tbt-step-card" data-step="{s.index}"><div class="tbt-card-title">'
             f'{esc(label("step_title", lang, step=s.index))}</div>{_facts(rows)}'
             f'<div class="tbt-legend">{esc(label("step_note_served", lang, server=trace.served.endpoint))}</div></div>')
 

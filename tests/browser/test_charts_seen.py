@@ -1,0 +1,107 @@
+"""Issue 48 item 1: a chart redrawn while its chapter or walkthrough step is out of sight is drawn at
+its box's width when it comes into sight (it was drawn ~12 px wide in an empty frame, for good: a box
+of no width was taken for a phone's narrow column). Each path that redraws hidden charts is taken
+(a click on the fork tree's row, a fork, presenter mode's Run live and "Back to the recording"), then
+every chapter or step is visited, in any order, and each chart's drawn width is held against its box.
+The fork's list is held to the step on show on the way (item 3): "Continue from here", untouched,
+forks at the step on show, and Decode stays there (item 4)."""
+
+import json
+
+import pytest
+
+from tests.browser.marks import drawn, expose_views
+
+LOCALES = {"en": "en-US", "zh": "zh-CN"}
+FORMS = {"desktop": {"viewport": {"width": 1400, "height": 1000}},
+         "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}}
+TABS = "#explore-chapters [role=tab]"
+READY_JS = """() => [...document.querySelectorAll('[data-testid=altair]')].filter((el) => el.offsetParent)
+    .every((el) => el.querySelector('div')?.__tbtView) && !document.querySelector('.pending:not(.step-button)')"""
+
+
+def squeezed(page) -> list[tuple]:
+    """Every chart on sight drawn narrower than its box and its own width allow: (id, box, drawn)."""
+    page.wait_for_function(READY_JS, timeout=60_000)
+    page.wait_for_timeout(300)         # a resize the box's change raised redraws in the next frame
+    out = []
+    for plot in drawn(page):
+        width = json.loads(plot["spec"] or "{}").get("width")
+        wants = width if isinstance(width, (int, float)) else 100      # a step per band, a composition
+        if plot["drawn"] < min(plot["width"], wants) - 2:
+            out.append((plot["id"], round(plot["width"]), round(plot["drawn"])))
+    return out
+
+
+def visit_chapters(page, order) -> dict:
+    """Click each chapter tab in `order`; {tab: squeezed charts} of those that lost their width."""
+    lost = {}
+    for i in order:
+        tab = page.locator(TABS).nth(i)
+        tab.click()
+        if bad := squeezed(page):
+            lost[tab.inner_text().strip()] = bad
+    return lost
+
+
+@pytest.mark.parametrize("lang,form", [("en", "desktop"), ("zh", "phone")])
+def test_charts_redrawn_out_of_sight_come_back_at_their_width(browser, app_url, shots, lang, form):
+    context = browser.new_context(locale=LOCALES[lang], **FORMS[form])
+    page = context.new_page()
+    expose_views(page)
+    try:
+        page.goto(app_url)
+        page.wait_for_selector("#output .tbt-recording", timeout=60_000)
+        count = page.locator(TABS).count()
+        page.locator(TABS).nth(3).click()                   # Decode: the tree's "run" row redraws every chapter
+        page.wait_for_selector("#fork-tree .tbt-tree-label[data-index='0']", timeout=30_000)
+        page.locator("#fork-tree .tbt-tree-label[data-index='0']").click()
+        page.wait_for_timeout(500)
+        lost = visit_chapters(page, range(count))
+        assert not lost, f"after a click on the tree, charts drawn narrower than their box: {lost}"
+        # a fork from the step on show, the token list untouched (its second choice)
+        page.locator(TABS).nth(3).click()
+        shown = page.get_attribute("#step-facts .tbt-step-card", "data-step")
+        page.click("#fork-run")
+        page.wait_for_selector(f"#output .tbt-forced[data-step='{shown}']", timeout=180_000)
+        page.wait_for_selector(f"#step-facts [data-step='{shown}']", timeout=30_000)    # Decode stays there
+        lost = visit_chapters(page, reversed(range(count)))
+        page.screenshot(path=str(shots / f"charts-seen-{lang}-{form}.png"), full_page=True)
+        assert not lost, f"after a fork, charts drawn narrower than their box: {lost}"
+    finally:
+        context.close()
+
+
+def walk(page, steps, key: str) -> dict:
+    """Move through the walkthrough's steps with `key`; {step: squeezed charts}."""
+    lost = {}
+    for step in steps:
+        page.wait_for_selector(f"#wt-step-{step}", state="visible", timeout=10_000)
+        if bad := squeezed(page):
+            lost[step] = bad
+        page.keyboard.press(key)
+    return lost
+
+
+def test_presenter_steps_after_run_live_and_back_keep_their_charts(browser, app_url, shots):
+    context = browser.new_context(locale="en-US", viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    expose_views(page)
+    try:
+        page.goto(app_url + "?present=1")
+        page.wait_for_function("() => document.querySelector('#wt-source')?.innerText.includes('recording')",
+                               timeout=60_000)
+        page.wait_for_selector("#wt-compare .tbt", timeout=30_000)
+        page.click("#wt-run-live")
+        page.wait_for_function("() => document.querySelector('#wt-source').innerText.includes('live run')",
+                               timeout=180_000)
+        lost = walk(page, range(10), "ArrowRight")
+        assert not lost, f"after Run live, steps with charts narrower than their box: {lost}"
+        page.click("#wt-use-recording")
+        page.wait_for_function("() => document.querySelector('#wt-source').innerText.includes('recording')",
+                               timeout=60_000)
+        lost = walk(page, reversed(range(10)), "ArrowLeft")
+        page.screenshot(path=str(shots / "charts-seen-presenter.png"))
+        assert not lost, f"back to the recording, steps with charts narrower than their box: {lost}"
+    finally:
+        context.close()
