@@ -107,7 +107,7 @@ def test_the_seed_ideas_are_said():
     assert "training-time" in page["wt_6_text"]["en"] and "训练时" in page["wt_6_text"]["zh"]
     # hardware: the seed's V100 -> H100 remark, said with the recording's own projection (its floors)
     assert all("{old_gpu}" in page["wt_4_text"][lang] and "{new_floor}" in page["wt_4_text"][lang] for lang in ("en", "zh"))
-    assert "{weights}" in page["wt_4_more"]["zh"]
+    assert "{weights_mb}" in page["wt_4_more"]["zh"] and "{kv_read}" in page["wt_4_more"]["zh"]
     assert "queue" in page["wt_4_more"]["en"] and "排队" in page["wt_4_more"]["zh"]
 
 
@@ -139,9 +139,9 @@ def test_the_status_line_says_speed_as_the_cards_do_with_the_page_punctuation():
     from ui.chapters.run import status_md
     from ui.host.recordings import recorded
     zh, en = status_md(recorded("zh")["next"], "zh"), status_md(recorded("en")["next"], "en")
-    assert "token/秒" in zh and "每秒 token 数" not in zh and "解码步" in zh
+    assert "token/秒" in zh and "每秒 token 数" not in zh and "已生成 token" in zh and "解码步" not in zh
     assert not re.search(r"[:,](?=\s)", zh.replace("TTFT", "").replace("TPOT", "")), zh
-    assert "tok/s" in en and "decode step" in en
+    assert "tok/s" in en and "tokens 24/" in en and "decode step" not in en     # step 0 is the prefill's
 
 
 def test_every_chapter_says_what_its_numbers_are():
