@@ -108,3 +108,45 @@ def test_12_the_chinese_speed_step_says_estimates_as_the_english_does():
     zh = PAGE["wt_4_text"]["zh"]
     assert "只要" not in zh and "至少" not in zh
     assert zh.count("约") >= 3 and "估算" in zh                         # here, old GPU, new GPU
+
+
+def test_3_a_short_prefill_slower_than_the_decode_step_is_not_said_to_follow_its_memory_bound():
+    """The 13-token prefill's matmuls took 39.4 ms against 16.6 ms for the same weights in the decode
+    step: its bound is reading the weights, but its time did not follow it, and the sentence says so
+    with both figures; a prefill near the decode step's time is said to follow it."""
+    from viz.text import lab_verdicts
+    profile = copy.deepcopy(PROFILE["en"])
+    layer = lambda phase: [o for o in profile["phases"][phase]["ops"] if o["family"] == "matmul" and o["layers"]]
+    pre, dec = sum(o["measured_ms"] for o in layer("prefill")), sum(o["measured_ms"] for o in layer("decode"))
+    assert pre > 2 * dec                                                   # as recorded
+    held = {lang: lab_verdicts.profile_prefill(profile, lang) for lang in LANGS}
+    for lang in LANGS:
+        assert fmt_ms(pre) in held[lang] and fmt_ms(dec) in held[lang], held[lang]
+    assert "is not what their time followed" in held["en"] and "并不是读权重" in held["zh"]
+    for o in layer("prefill"):
+        o["measured_ms"] = o["measured_ms"] * dec / pre                  # the decode step's time
+    other = {lang: lab_verdicts.profile_prefill(profile, lang) for lang in LANGS}
+    assert "is not what their time followed" not in other["en"] and "并不是读权重" not in other["zh"]
+    assert "limited by reading the weights, as in the decode step" not in CHARTS["verdict_prof_prefill_memory"]["en"]
+    assert "limited by reading the weights" not in PAGE["profile_heading"]["en"]
+
+
+def test_4_the_recorded_profile_says_its_run_and_its_replay_were_timed_on_different_days():
+    """The walkthrough's run (5 · Speed: 89.5 ms prefill) was recorded on one day and replayed with
+    timers (10 · Profile: 59.5 ms) on another: the note names both dates, and the gaps now show the
+    run's own times (taken from the recorded trace of the same run), said as apart in time."""
+    from ui.chapters.profile import note_md
+    from ui.host import recordings
+    for lang in LANGS:
+        profile = recordings.profile(lang)
+        trace = recordings.recorded(lang)["next"]
+        assert profile["run_id"] == trace.run_id
+        assert profile["run_ms"]["prefill"] == trace.prefill.ms
+        note = note_md(profile, lang, True)
+        run_day, day = profile["created"][:10], profile["measured"][:10]
+        assert run_day != day and run_day in note and day in note
+        assert fmt_ms(trace.prefill.ms) in note and fmt_ms(profile["phases"]["prefill"]["forward_ms"]) in note
+        assert label("prof_gap_run_apart", lang, run=fmt_ms(trace.prefill.ms),
+                     plain=fmt_ms(profile["phases"]["prefill"]["forward_ms"]),
+                     x=f"{trace.prefill.ms / profile['phases']['prefill']['forward_ms']:.1f}×",
+                     run_day=run_day, day=day, warm="—") in note

@@ -378,8 +378,8 @@ def test_a_profiled_prefill_says_which_bound_its_matmuls_met():
     for o in ops:
         o["bound"] = "memory"
     other = said(lab_verdicts.profile_prefill, profile)
-    flips(held, other, {"en": ("limited by arithmetic", "limited by reading the weights"),
-                        "zh": ("受算力限制", "受读取权重的带宽限制")})
+    flips(held, other, {"en": ("limited by arithmetic", "bound is reading the weights"),
+                        "zh": ("受算力限制", "下限由读取权重决定")})
     n = profile["phases"]["prefill"]["tokens"]
     assert f"{n} tokens" in held["en"] and f"{n} 个 token" in other["zh"]
 

@@ -181,6 +181,7 @@ def baseline(part: dict, lang: str, brief: bool = False) -> str:
 
 
 # --- the roofline: where a prefill turns from memory- to compute-bound ---------------------------
+PREFILL_LIKE_DECODE = 1.25   # a memory-bound prefill's matmuls within this of the decode step's: the same reading
 def ridge_tokens(hardware: dict) -> float:
     """The prompt length where a prefill's matrix multiplies turn from memory- to compute-bound on
     `hardware`. Each weight, read once (b bytes), is multiplied and added once per prompt token: T
@@ -221,7 +222,15 @@ def profile_prefill(profile: dict, lang: str) -> str:
         return ""
     case = "compute" if 2 * sum(o["bound"] == "compute" for o in matmuls) > len(matmuls) else "memory"
     ridge = ridge_tokens({**machine, "precision": profile.get("dtype")})
-    return label(f"verdict_prof_prefill_{case}", lang, n=profile["phases"]["prefill"]["tokens"], ridge=f"{ridge:.0f}")
+    # memory-bound reads the same weights as the decode step: it should take about the decode step's
+    # time; where it took clearly longer, reading the weights is not what its time followed
+    decode = ((profile["phases"].get("decode") or {}).get("ops")) or []
+    pre_ms = sum(o["measured_ms"] for o in matmuls)
+    dec_ms = sum(o["measured_ms"] for o in decode if o.get("family") == "matmul" and o.get("layers"))
+    if case == "memory" and dec_ms > 0 and pre_ms > PREFILL_LIKE_DECODE * dec_ms:
+        case = "memory_slower"
+    return label(f"verdict_prof_prefill_{case}", lang, n=profile["phases"]["prefill"]["tokens"], ridge=f"{ridge:.0f}",
+                 pre=fmt_ms(pre_ms), dec=fmt_ms(dec_ms), x=_x(pre_ms / dec_ms) if dec_ms > 0 else "")
 
 
 def profile_matmuls(ratio: float | None, matmul_x: str, small_x: str, machine: dict, lang: str) -> str:
