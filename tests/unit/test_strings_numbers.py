@@ -21,7 +21,7 @@ WORLD = [
     (r"\d · ", "a chapter or lab section's number, as its tab names it (\"5 · Speed\")"),
     (r"→ \d\b", "a pointer to a chapter (\"Explore → 7\")"),
     (r"\b(?:fp|bf|int|nf|float|bfloat)\d+|\bQ4_1\b|\d+-bit|\d+ 位", "number formats, named by their width"),
-    (r"UTF-8|base64|FlashAttention-2|E2EL|\bo[13]\b|DeepSeek-R1|Qwen3|SmolLM2|Llama-3-\d+B",
+    (r"UTF-8|base64|FlashAttention-2|E2EL|\bo[13]\b|DeepSeek-R1|Qwen3|SmolLM2|Llama-3(?:\.1)?-\d+B",
      "names of an encoding, a kernel, a metric and models"),
     (r"1 nat ≈ 1\.44 bits|1 奈特 ≈ 1\.44 比特|0\.69 ?\(ln 2\)|0\.69（ln 2）", "units: a nat in bits, ln 2"),
     (r"\b95 ?%|95th percentile|第 95 百分位数|\bp95\b", "the conventional level of an interval and a percentile"),

@@ -440,7 +440,7 @@ def test_the_kv_step_ties_its_growth_to_the_lab_verdict():
     up["step_ms"] = [up["step_ms"][0]] + [50.0 + 2.0 * i for i in range(len(up["step_ms"]) - 1)]
     held = said(lambda lang: kv_facts(level, model, lang)["kv_tie"])
     other = said(lambda lang: kv_facts(rising, model, lang)["kv_tie"])
-    flips(held, other, {"en": ("within noise", "as 6 · Acceleration measures"), "zh": ("噪声范围内", "就已实测到这种增长")})
+    flips(held, other, {"en": ("within noise", "as 6 · Acceleration measures"), "zh": ("噪声范围内", "就实测到了这种增长")})
     f = kv_facts(LAB, model, "en")
     tokens = int(f["kv_context"])
     assert f["kv_at_context"] == fmt_bytes(2 * 30 * 3 * 64 * 4 * tokens)        # the formula at that context
