@@ -241,3 +241,33 @@ def test_15_which_bound_a_gpu_step_meets_is_said_by_the_models_size():
         assert str(sum(o["layers"] or 1 for o in ops)) in more
     assert "because a step is bound by reading the weights" not in PAGE["wt_8_more"]["en"]
     assert "launches" in PAGE["wt_8_more"]["en"] and "启动开销" in PAGE["wt_8_more"]["zh"]
+
+
+def test_16_the_same_decode_step_timed_by_several_sections_is_said_together_with_why():
+    """One lab run times the fp32 decode step in sections 1, 3, 4, 5 and 6 (34.5 … 40.7 ms): the
+    roofline's summary lists them and says why they differ."""
+    from viz.charts.lab_roofline import roofline_summary
+    times = [LAB["kv_cache"]["runs"]["cache_on"]["tpot_ms"],
+             next(r for r in LAB["weights"]["rows"] if r["format"] == "fp32")["tpot_ms"],
+             next(r for r in LAB["batching"]["rows"] if r["batch"] == 1)["tpot_ms"],
+             next(r for r in LAB["verify"]["rows"] if r["k"] == 1)["ms_per_token"]]
+    for lang in LANGS:
+        said = roofline_summary(LAB, lang)
+        assert all(fmt_ms(ms) in said for ms in times), said
+        assert fmt_ms(min(times)) in said and label("lab_same_step", lang).split("{")[0] in said
+
+
+def test_17_the_serving_floor_doc_says_its_paragraph_once():
+    doc = (ROOT / "docs" / "serving-floor.md").read_text(encoding="utf-8")
+    assert doc.count("The chapter opens on a recorded workload") == 1
+    assert not re.search(r"so the lanes are the\n\n", doc)
+
+
+def test_18_a_ratio_of_medians_is_said_as_one():
+    """The compiled step's check keeps eager's median step time over the compiled step's median
+    (engine/compiled/check.py): the page and the host's doc call it that, not a speed-up."""
+    en = CHARTS["decode_eager_not_paying"]["en"]
+    assert "ratio of the two medians" in en and "中位数之比" in CHARTS["decode_eager_not_paying"]["zh"]
+    hosting = (ROOT / "docs" / "hosting.md").read_text(encoding="utf-8")
+    line = next(x for x in hosting.splitlines() if "TBT_COMPILE_PAYS" in x and x.startswith("|"))
+    assert "speed-up" not in line and "median step times" in line
