@@ -271,3 +271,19 @@ def test_18_a_ratio_of_medians_is_said_as_one():
     hosting = (ROOT / "docs" / "hosting.md").read_text(encoding="utf-8")
     line = next(x for x in hosting.splitlines() if "TBT_COMPILE_PAYS" in x and x.startswith("|"))
     assert "speed-up" not in line and "median step times" in line
+
+
+def test_zh_one_word_per_idea_is_in_the_glossary():
+    """Each idea the issue found said several ways in Chinese has its one word and the words it
+    replaced in the glossary (tests/unit/test_i18n.py holds every zh string to it)."""
+    glossary = {(g["en"], g["zh"]): set(g.get("avoid", {}).get("zh", [])) for g in strings.glossary()}
+    for (en, zh), avoid in {("eager", "普通注意力"): {"eager", "逐步计算"},
+                            ("eager", "未编译"): {"即时执行", "逐个执行", "普通（eager）"},
+                            ("capture attention", "记录注意力"): {"注意力捕获"},
+                            ("logit lens", "逐层预测"): {"logit lens"},
+                            ("kernel", "算子"): {"内核"}, ("step", "步"): {"步骤"}}.items():
+        assert avoid <= glossary[(en, zh)], (en, zh)
+    assert ("throughput", "吞吐量") in glossary and ("thinking", "思考") in glossary
+    zh = {k: v["zh"] for k, v in strings.every_text().items()}
+    assert not [k for k, v in zh.items() if re.search("吞吐(?!量)", v)]
+    assert "Logit lens" not in CHARTS["lens_title"]["zh"] and "思维链" not in CHARTS["thinking_block"]["zh"]
