@@ -56,7 +56,7 @@ FLOPS_FORMULA = ("2*(params - vocab*hidden*(1 if tied else 2))*T + 2*vocab*hidde
 # Vocabulary size and tied input/output embeddings of the public models in engine/schema/specs.py, from
 # each model's config.json on its hub page (vocab_size, tie_word_embeddings). A model missing here
 # falls back to 2 · parameters · T.
-EMBEDDINGS = {"Llama-3-8B": (128256, False), "Qwen3-32B": (151936, False), "Llama-3-70B": (128256, False)}
+EMBEDDINGS = {"Llama-3.1-8B": (128256, False), "Qwen3-32B": (151936, False), "Llama-3.1-70B": (128256, False)}
 
 
 def prefill_flops(model: dict, tokens: int) -> float:

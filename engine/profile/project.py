@@ -11,7 +11,7 @@ from engine.schema.specs import PUBLIC_MODELS, short_name
 
 # intermediate (MLP) size and vocabulary of the public models in engine/schema/specs.py, from each
 # model's config.json on its hub page (intermediate_size, vocab_size)
-PUBLIC_MLP_VOCAB = {"Llama-3-8B": (14336, 128256), "Qwen3-32B": (25600, 151936), "Llama-3-70B": (28672, 128256)}
+PUBLIC_MLP_VOCAB = {"Llama-3.1-8B": (14336, 128256), "Qwen3-32B": (25600, 151936), "Llama-3.1-70B": (28672, 128256)}
 FAMILIES = {"matmul": ("q_proj", "k_proj", "v_proj", "qkv_proj", "o_proj", "gate_proj", "up_proj", "gate_up_proj",
                        "down_proj", "router", "experts", "lm_head"),
             "attention": ("attention",), "other": ("input_norm", "post_norm", "qk_norm", "ffn_norm", "post_ffn_norm",

@@ -88,9 +88,10 @@ class Spec:
 
 
 PUBLIC_MODELS = [
-    Spec("Llama-3-8B", layers=32, kv_heads=8, head_dim=128, parameters=8.03e9, heads=32, hidden_size=4096),
+    # Llama 3.1: Llama 3's architecture with a 128K context (Llama 3 itself has 8K), so the 32K/128K rows are true
+    Spec("Llama-3.1-8B", layers=32, kv_heads=8, head_dim=128, parameters=8.03e9, heads=32, hidden_size=4096),
     Spec("Qwen3-32B", layers=64, kv_heads=8, head_dim=128, parameters=32.8e9, heads=64, hidden_size=5120),
-    Spec("Llama-3-70B", layers=80, kv_heads=8, head_dim=128, parameters=70.6e9, heads=64, hidden_size=8192),
+    Spec("Llama-3.1-70B", layers=80, kv_heads=8, head_dim=128, parameters=70.6e9, heads=64, hidden_size=8192),
 ]
 CONTEXTS = (4096, 32768, 131072)
 

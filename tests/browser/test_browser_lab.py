@@ -84,7 +84,7 @@ def test_the_roofline_from_the_page(page, shots):
     table = "() => document.querySelector('#lab-roofline-table').innerText"
     before = page.evaluate(table)
     page.locator("#lab-roofline-model input").click()
-    page.get_by_role("option", name="Llama-3-70B").click()
+    page.get_by_role("option", name="Llama-3.1-70B").click()
     # the table (one row per hardware; the model is named in the chart's title) shows the 70B's bounds
     # (the 70B does not fit this machine's memory; its rows are projections)
     page.wait_for_function(f"(b) => {{ const t = ({table})(); return t !== b && /\\bno\\b/.test(t) && "

@@ -56,7 +56,7 @@ def test_playground_stages(engine):
 
 def test_kv_projection_uses_public_configs(engine):
     rows = kv_projection(engine.info)
-    llama8 = [r for r in rows if r["model"].startswith("Llama-3-8B") and r["context"] == 131072][0]
+    llama8 = [r for r in rows if r["model"].startswith("Llama-3.1-8B") and r["context"] == 131072][0]
     assert llama8["kv_bytes"] == 2 * 32 * 8 * 128 * 2 * 131072 == 16 * 2**30
     own = [r for r in rows if r["own"] and r["context"] == 4096][0]
     # by hand: SmolLM2-135M keeps K and V for 30 layers x 3 KV heads x 64 dims in float32

@@ -219,7 +219,7 @@ def test_roofline_rows(quick, engine):
     gpus = {h["name"] for h in roof["hardware"] if not h["measured"]}
     assert gpus == {"V100 SXM2", "A100 SXM 80GB", "H100 SXM", "H200 SXM"}
     assert all(r["projection"] for r in roof["rows"] if r is not here[0])
-    assert {r["model"] for r in roof["rows"]} >= {"Llama-3-8B", "Llama-3-70B"}
+    assert {r["model"] for r in roof["rows"]} >= {"Llama-3.1-8B", "Llama-3.1-70B"}
 
 
 def test_stop_returns_partial_results(engine):

@@ -18,6 +18,7 @@ def profile_with(prefill_run=None, warmup=None, plain=(59.0, 60.0, 61.0), hooked
     phase = p["phases"]["prefill"]
     phase.update(forward_ms=sorted(plain)[len(plain) // 2], plain_runs=list(plain), hooked_ms=hooked, warmup_ms=warmup)
     p["run_ms"] = {"prefill": prefill_run, "decode": None}
+    p["measured"] = p["created"]          # a live profile: replayed right after its run
     p["load"] = load
     return p
 
@@ -58,5 +59,8 @@ def test_the_panels_note_carries_the_gaps_and_a_busy_replays_load(lang):
 
 
 def test_the_recording_without_the_new_figures_still_says_the_timers_gap():
+    """The recorded profile has no warm-up pass; its run's times come from the recorded trace (issue
+    51: recorded days apart from its replay, and said so, not blamed on the machine's load then)."""
     said = gaps_md(recordings.profile("en"), "en")
-    assert said.startswith("Prefill: ") and "Decode step: " in said and "cards" not in said
+    assert said.startswith("Prefill: ") and "Decode step: " in said and "the run was timed on" in said
+    assert "no first-call cost" not in said

@@ -21,7 +21,7 @@ WORLD = [
     (r"\d · ", "a chapter or lab section's number, as its tab names it (\"5 · Speed\")"),
     (r"→ \d\b", "a pointer to a chapter (\"Explore → 7\")"),
     (r"\b(?:fp|bf|int|nf|float|bfloat)\d+|\bQ4_1\b|\d+-bit|\d+ 位", "number formats, named by their width"),
-    (r"UTF-8|base64|FlashAttention-2|E2EL|\bo[13]\b|DeepSeek-R1|Qwen3|SmolLM2|Llama-3-\d+B",
+    (r"UTF-8|base64|FlashAttention-2|E2EL|\bo[13]\b|DeepSeek-R1|Qwen3|SmolLM2|Llama-3(?:\.1)?-\d+B",
      "names of an encoding, a kernel, a metric and models"),
     (r"1 nat ≈ 1\.44 bits|1 奈特 ≈ 1\.44 比特|0\.69 ?\(ln 2\)|0\.69（ln 2）", "units: a nat in bits, ln 2"),
     (r"\b95 ?%|95th percentile|第 95 百分位数|\bp95\b", "the conventional level of an interval and a percentile"),
@@ -107,7 +107,7 @@ def test_the_seed_ideas_are_said():
     assert "training-time" in page["wt_6_text"]["en"] and "训练时" in page["wt_6_text"]["zh"]
     # hardware: the seed's V100 -> H100 remark, said with the recording's own projection (its floors)
     assert all("{old_gpu}" in page["wt_4_text"][lang] and "{new_floor}" in page["wt_4_text"][lang] for lang in ("en", "zh"))
-    assert "{weights}" in page["wt_4_more"]["zh"]
+    assert "{weights_mb}" in page["wt_4_more"]["zh"] and "{kv_read}" in page["wt_4_more"]["zh"]
     assert "queue" in page["wt_4_more"]["en"] and "排队" in page["wt_4_more"]["zh"]
 
 
@@ -139,9 +139,9 @@ def test_the_status_line_says_speed_as_the_cards_do_with_the_page_punctuation():
     from ui.chapters.run import status_md
     from ui.host.recordings import recorded
     zh, en = status_md(recorded("zh")["next"], "zh"), status_md(recorded("en")["next"], "en")
-    assert "token/秒" in zh and "每秒 token 数" not in zh and "解码步" in zh
+    assert "token/秒" in zh and "每秒 token 数" not in zh and "已生成 token" in zh and "解码步" not in zh
     assert not re.search(r"[:,](?=\s)", zh.replace("TTFT", "").replace("TPOT", "")), zh
-    assert "tok/s" in en and "decode step" in en
+    assert "tok/s" in en and "tokens 24/" in en and "decode step" not in en     # step 0 is the prefill's
 
 
 def test_every_chapter_says_what_its_numbers_are():

@@ -67,7 +67,7 @@ def test_the_cache_off_line_is_called_rising_or_level_from_its_steps():
     off["step_ms"] = [130.0 + (3.0 if i % 2 else -3.0) for i in range(len(off["step_ms"]))]
     flat = said(lab_verdicts.kv_lines, level)
     flips(rising, flat, {"en": ("Without the cache the fitted line rose", "Without the cache the fitted line stayed level"),
-                         "zh": ("关闭缓存时，同样这些步骤的拟合直线从", "关闭缓存时，拟合直线同样基本持平")})
+                         "zh": ("关闭缓存时，同样这些步的拟合直线从", "关闭缓存时，拟合直线同样基本持平")})
     line = lab_verdicts.kv_line(part["runs"]["cache_off"], part["prompt_tokens"])
     assert fmt_ms(line["end"]) in rising["en"] and fmt_ms(line["end"]) in rising["zh"]
 
@@ -129,9 +129,9 @@ def test_a_fused_kernel_is_called_faster_only_beyond_both_spreads():
     longest(same, "sdpa").update(ms=eager["ms"] * 0.98, spread={"ms": {"median": eager["ms"] * 0.98,
                                                                      "min": eager["ms"] * 0.9, "max": eager["ms"] * 1.1}})
     flips(held, said(lab.attention_summary, slower), {"en": ("faster than eager's", "slower than eager's"),
-                                                       "zh": ("比 eager 快", "比 eager 慢")})
+                                                       "zh": ("比普通注意力快", "比普通注意力慢")})
     flips(held, said(lab.attention_summary, same), {"en": ("faster than eager's", "about the same time"),
-                                                     "zh": ("比 eager 快", "耗时相当")})
+                                                     "zh": ("比普通注意力快", "耗时相当")})
     assert "6.00 s" in said(lab.attention_summary, slower)["zh"]
 
 
@@ -140,7 +140,7 @@ def test_a_fused_kernel_is_called_smaller_only_when_its_peak_is():
     bigger = lab_copy()
     longest(bigger, "sdpa")["peak_bytes"] = 2 * longest(bigger, "eager")["peak_bytes"]
     other = said(lab.attention_summary, bigger)
-    flips(held, other, {"en": ("of eager's", "more than eager's"), "zh": ("是 eager（", "还多")})
+    flips(held, other, {"en": ("of eager's", "more than eager's"), "zh": ("是普通注意力（", "还多")})
     assert "200%" in other["en"] and "30%" in held["en"]
 
 
@@ -378,8 +378,8 @@ def test_a_profiled_prefill_says_which_bound_its_matmuls_met():
     for o in ops:
         o["bound"] = "memory"
     other = said(lab_verdicts.profile_prefill, profile)
-    flips(held, other, {"en": ("limited by arithmetic", "limited by reading the weights"),
-                        "zh": ("受算力限制", "受读取权重的带宽限制")})
+    flips(held, other, {"en": ("limited by arithmetic", "bound is reading the weights"),
+                        "zh": ("受算力限制", "下限由读取权重决定")})
     n = profile["phases"]["prefill"]["tokens"]
     assert f"{n} tokens" in held["en"] and f"{n} 个 token" in other["zh"]
 
@@ -440,7 +440,7 @@ def test_the_kv_step_ties_its_growth_to_the_lab_verdict():
     up["step_ms"] = [up["step_ms"][0]] + [50.0 + 2.0 * i for i in range(len(up["step_ms"]) - 1)]
     held = said(lambda lang: kv_facts(level, model, lang)["kv_tie"])
     other = said(lambda lang: kv_facts(rising, model, lang)["kv_tie"])
-    flips(held, other, {"en": ("within noise", "as 6 · Acceleration measures"), "zh": ("噪声范围内", "就已实测到这种增长")})
+    flips(held, other, {"en": ("within noise", "as 6 · Acceleration measures"), "zh": ("噪声范围内", "就实测到了这种增长")})
     f = kv_facts(LAB, model, "en")
     tokens = int(f["kv_context"])
     assert f["kv_at_context"] == fmt_bytes(2 * 30 * 3 * 64 * 4 * tokens)        # the formula at that context

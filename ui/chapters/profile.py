@@ -47,7 +47,7 @@ def note_md(profile: dict, lang: str, recording: bool) -> str:
     return text(key, lang).format(
         prompt=escape(profile["prompt"][:80]), k=profile["decode_step"], n=profile["steps"],
         device=escape(device_name(profile["device"])), threads=profile["threads"],
-        date=escape(profile.get("measured", profile["created"])[:10]),
+        date=escape(profile.get("measured", profile["created"])[:10]), run_date=escape(profile["created"][:10]),
         path=text(f"profile_path_{profile['run_decode_path']}", lang)) + (f"\n\n{gaps}" if gaps else "")
 
 

@@ -59,7 +59,7 @@ def _figures(trace: Trace, lang: str) -> list[str]:
                      f"{trace.prefill.ms:.0f} ms")
     s = trace.summary
     if trace.steps:
-        parts.append(f"{label('lab_decode_step', lang)} {len(trace.steps)}/{trace.settings.max_new_tokens}")
+        parts.append(f"{label('status_tokens', lang)} {len(trace.steps)}/{trace.settings.max_new_tokens}")
         parts.append(f"TTFT {(s.ttft_ms if s and s.ttft_ms is not None else trace.steps[0].t_ms):.0f} ms")
     if s:
         if s.tpot_ms:

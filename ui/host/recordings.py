@@ -107,8 +107,16 @@ def floor() -> Floor | None:
 
 @lru_cache(maxsize=4)
 def profile(lang: str) -> dict | None:
-    """The recording's profile for the page's language (profile/<lang>-next.json)."""
-    return _json("profile", f"{lang}-next.json")
+    """The recording's profile for the page's language (profile/<lang>-next.json), with the run's own
+    pass times (`run_ms`, as a live profile carries them) read from the trace it replays, when that is
+    the recording of the same run: the profile's gaps then say how the cards' times and the replay's differ."""
+    found = _json("profile", f"{lang}-next.json")
+    trace = _read(lang)["next"]
+    if found and "run_ms" not in found and found.get("run_id") == trace.run_id and trace.prefill:
+        step = found.get("decode_step")
+        if isinstance(step, int) and 0 < step < len(trace.steps):
+            found["run_ms"] = {"prefill": trace.prefill.ms, "decode": trace.steps[step].forward_ms}
+    return found
 
 
 @lru_cache(maxsize=1)

@@ -22,9 +22,9 @@ from ui.host import recordings
 @lru_cache(maxsize=2)
 def facts(lang: str) -> dict[str, str]:
     """The numbers the fixed texts quote (`{prompt_tokens}`, `{kv_heads}`, `{floor}`, ...): from the
-    recording the page opens on, its model's config and the recorded lab (viz/text/facts.py), never
+    recording the page opens on, its model's config, the recorded lab and profile (viz/text/facts.py), never
     written into the catalogue."""
-    return {**page_facts.page_facts(recordings.next_raw(lang), recordings.lab(), lang),
+    return {**page_facts.page_facts(recordings.next_raw(lang), recordings.lab(), lang, recordings.profile(lang)),
             "load_levels": ("、" if lang == "zh" else ", ").join(map(str, LEVELS))}
 
 

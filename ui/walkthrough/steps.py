@@ -169,7 +169,7 @@ def _kv_numbers(d: Draw) -> list:
     steps = d.example.steps
     if not steps:
         return []
-    return [(label("deck_kv_first", d.lang), fmt_bytes(steps[0].kv_bytes)),
+    return [(label("deck_kv_first", d.lang, n=steps[0].kv_tokens), fmt_bytes(steps[0].kv_bytes)),
             (label("deck_kv_last", d.lang, n=steps[-1].kv_tokens), fmt_bytes(steps[-1].kv_bytes))]
 
 

@@ -135,7 +135,8 @@ def kv_summary(result: dict, lang: str = "en") -> str:
                  off=fmt_ms(runs["cache_off"].get("tpot_ms")))
     # how each line moves with the context, and the speed-up end to end: said from the figure
     return ("" if lang == "zh" else " ").join(
-        t for t in (tpot, lab_verdicts.kv_speedup(part, lang), lab_verdicts.kv_lines(part, lang)) if t)
+        t for t in (tpot, lab_verdicts.kv_speedup(part, lang),
+                    lab_verdicts.kv_lines(part, lang, lab_verdicts.kv_reading(result)), ) if t)
 
 
 def _byte_ticks(largest: float) -> list[int]:

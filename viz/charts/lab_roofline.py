@@ -127,7 +127,31 @@ def roofline_summary(result: dict, lang: str = "en") -> str:
                   flops=f"{machine['peak_flops'] / 1e9:.0f}", tpot=fmt_ms(here["measured_tpot_ms"]),
                   bound=fmt_ms(here["tpot_bound_ms"]), ratio=_ratio(here["tpot_ratio"]),
                   ttft_ratio=_ratio(here["ttft_ratio"]))
-    return (" " if lang == "en" else "").join([means, lab_verdicts.roofline_prefill(part, lang)])
+    return (" " if lang == "en" else "").join(x for x in [means, lab_verdicts.roofline_prefill(part, lang),
+                                                          same_step_times(result, lang)] if x)
+
+
+def same_step_times(result: dict, lang: str) -> str:
+    """The fp32 decode step of this model is timed by several experiments of one lab run (the cache on,
+    the fp32 weights, the roofline, batch 1, verifying k = 1): each its own figure, said together with
+    why they differ (each experiment's own steps, contexts and moment of the machine's load)."""
+    def first(rows, **match):
+        return next((r for r in rows or [] if all(r.get(k) == v for k, v in match.items())), None)
+    found = [("lab_kv_heading", ((result.get("kv_cache") or {}).get("runs") or {}).get("cache_on"), "tpot_ms"),
+             ("lab_batch_heading", first((result.get("batching") or {}).get("rows"), batch=1), "tpot_ms"),
+             ("lab_verify_heading", first((result.get("verify") or {}).get("rows"), k=1), "ms_per_token"),
+             ("lab_weights_heading", first((result.get("weights") or {}).get("rows"), format="fp32"), "tpot_ms"),
+             ("lab_roof_heading", first((result.get("roofline") or {}).get("rows"), this_model=True,
+                                        hardware_measured=True), "measured_tpot_ms")]
+    times = sorted((label(key, lang).split(" · ")[0], row[field]) for key, row, field in found
+                   if row and _finite(row.get(field)))
+    if len(times) < 2:
+        return ""
+    low, high = min(ms for _, ms in times), max(ms for _, ms in times)
+    sep = "、" if lang == "zh" else ", "
+    return label("lab_same_step", lang, times=sep.join(label("lab_same_step_one", lang, n=n, ms=fmt_ms(ms))
+                                                     for n, ms in times),
+                 low=fmt_ms(low), high=fmt_ms(high), x=_ratio(high / low))
 
 
 

@@ -71,9 +71,15 @@ def speed_facts(lab: dict | None) -> dict[str, str]:
     def floor_on(hw: dict | None) -> dict | None:          # the first public model's row on `hw`
         return next((r for r in rows if not r.get("this_model") and hw and r.get("hardware") == hw["name"]), None)
     other, on_old, on_new = floor_on(gpu), floor_on(old), floor_on(new)
+    tiny_new = next((r for r in rows if r.get("this_model") and new and r.get("hardware") == new["name"]), None)
     ridges = sorted(lab_verdicts.ridge_tokens(h) for h in gpus)
     return {
         "weights": fmt_bytes(here["weight_bytes"]) if here else DASH,
+        # beside a bandwidth in GB/s the bytes are said in MB (decimal), and the KV cache a step
+        # reads too, so that bytes ÷ bandwidth reads as the bound it is
+        "weights_mb": f"{here['weight_bytes_read'] / 1e6:.0f} MB" if here else DASH,
+        "kv_read": f"{here['kv_bytes'] / 1e6:.3g} MB" if here else DASH,
+        "roof_context": str(here["decode_context_tokens"]) if here else DASH,
         "bandwidth": f"{machine['bandwidth_bytes_s'] / 1e9:.3g} GB/s" if machine else DASH,
         "floor": fmt_ms(here["tpot_bound_ms"]) if here else DASH,
         "speed_model": other["model"] if other else DASH,
@@ -82,8 +88,9 @@ def speed_facts(lab: dict | None) -> dict[str, str]:
         "old_gpu": old["name"] if old else DASH, "new_gpu": new["name"] if new else DASH,
         "old_floor": fmt_ms(on_old["tpot_bound_ms"]) if on_old else DASH,
         "new_floor": fmt_ms(on_new["tpot_bound_ms"]) if on_new else DASH,
+        "tiny_new_floor": fmt_ms(tiny_new["tpot_bound_ms"]) if tiny_new else DASH,      # this model there
+        # the ratio of the two GPUs' bounds: their datasheet bandwidths' ratio, by construction
         "gpu_x": verdicts.times(on_old["tpot_bound_ms"] / on_new["tpot_bound_ms"]) if on_old and on_new else DASH,
-        "bw_x": verdicts.times(new["bandwidth_bytes_s"] / old["bandwidth_bytes_s"]) if old and new else DASH,
         "ridge_here": f"{lab_verdicts.ridge_tokens(machine):.0f}" if machine else DASH,
         "ridge_gpus": verdicts.span(ridges) if ridges else DASH,
     }
@@ -113,7 +120,7 @@ def kv_facts(lab: dict | None, model: dict, lang: str) -> dict[str, str]:
     return {"kv_context": str(line["b"]),
             "kv_at_context": fmt_bytes(kv_bytes(model["layers"], model["kv_heads"], head_dim, line["b"],
                                                   dtype_bytes(model.get("dtype", "float32")))),
-            "kv_tie": label(f"verdict_kv_tie_{line['trend']}", lang)}
+            "kv_tie": label(f"verdict_kv_tie_{line['trend']}", lang, a=line["a"], b=line["b"])}
 
 
 def lab_facts(lab: dict | None) -> dict[str, str]:
@@ -122,8 +129,28 @@ def lab_facts(lab: dict | None) -> dict[str, str]:
     return {"k_min": str(min(ks)) if ks else DASH, "k_max": str(max(ks)) if ks else DASH}
 
 
-def page_facts(trace: dict, lab: dict | None, lang: str) -> dict[str, str]:
-    """Every fact above, for the recording `trace` (a plain trace dict) and the recorded `lab`."""
+def profile_facts(profile: dict | None, lab: dict | None, lang: str) -> dict[str, str]:
+    """From the recorded profile's decode step: the bytes its matrix multiplies read, their time, the
+    bandwidth that makes, and whether it beat the bandwidth the lab's summing test measured (then the
+    bandwidth bound is an estimate a step can beat, not a floor)."""
+    ops = (((profile or {}).get("phases") or {}).get("decode") or {}).get("ops") or []
+    matmuls = [o for o in ops if o.get("family") == "matmul"]
+    machine = next((h for h in ((lab or {}).get("roofline") or {}).get("hardware") or [] if h.get("measured")), None)
+    ms, read = sum(o["measured_ms"] for o in matmuls), sum(o["bytes"] for o in matmuls)
+    # the operations a decode step launches, one by one (each layer's, then the model's own once)
+    launched = sum(o.get("layers") or 1 for o in ops if o.get("family") not in ("other", "watching", "sampling"))
+    if not matmuls or ms <= 0 or machine is None:
+        return {"matmul_bytes": DASH, "matmul_ms": DASH, "matmul_bw": DASH, "matmul_beat": "", "step_ops": DASH}
+    bw = read / ms / 1e6                                  # bytes per ms -> GB/s
+    beat = bw > machine["bandwidth_bytes_s"] / 1e9
+    return {"matmul_bytes": f"{read / 1e6:.0f} MB", "matmul_ms": fmt_ms(ms), "matmul_bw": f"{bw:.3g} GB/s",
+            "matmul_beat": label("fact_matmul_beat" if beat else "fact_matmul_no_beat", lang), "step_ops": str(launched)}
+
+
+def page_facts(trace: dict, lab: dict | None, lang: str, profile: dict | None = None) -> dict[str, str]:
+    """Every fact above, for the recording `trace` (a plain trace dict), the recorded `lab` and the
+    recording's `profile`."""
     return {**model_facts(trace["model"], len(trace["prompt"]["tokens"]), lang), **speed_facts(lab),
+            **profile_facts(profile, lab, lang),
             **lab_facts(lab), **weights_facts(lab, lang), **kv_facts(lab, trace["model"], lang),
             "floor_step_title": label("floor_step_title", lang)}

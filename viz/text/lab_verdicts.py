@@ -30,9 +30,35 @@ def kv_line(run: dict, prompt_tokens: int) -> dict:
             "trend": trend, "a": prompt_tokens + 1, "b": prompt_tokens + n}
 
 
-def kv_lines(part: dict, lang: str) -> str:
+def kv_reading(lab: dict | None) -> tuple[float, float] | None:
+    """(KV bytes per position, bandwidth in bytes/s) from the lab's roofline row of this model on this
+    machine: what reading one more cached position costs a step, at the measured bandwidth."""
+    roof = (lab or {}).get("roofline") or {}
+    row = next((r for r in roof.get("rows") or [] if r.get("this_model") and r.get("hardware_measured")), None)
+    machine = next((h for h in roof.get("hardware") or [] if h.get("measured")), None)
+    if not row or not machine or not row.get("decode_context_tokens") or not machine.get("bandwidth_bytes_s"):
+        return None
+    return row["kv_bytes"] / row["decode_context_tokens"], machine["bandwidth_bytes_s"]
+
+
+def kv_read_share(line: dict, reading: tuple[float, float] | None, lang: str) -> str:
+    """How much of a rising cache-on line reading the extra cached positions explains: their bytes at
+    the measured bandwidth against the fitted rise (a small share: the rise is mostly something else)."""
+    rise = line["end"] - line["start"]
+    if reading is None or line["trend"] != "grows" or rise <= 0:
+        return ""
+    per, bandwidth = reading
+    grown = (line["b"] - line["a"]) * per
+    read_ms = grown / bandwidth * 1e3
+    share = read_ms / rise
+    return label("verdict_kv_read_most" if share >= 0.5 else "verdict_kv_read_part", lang, n=line["b"] - line["a"],
+                 bytes=f"{grown / 1e6:.3g} MB", bw=f"{bandwidth / 1e9:.3g} GB/s", read=fmt_ms(read_ms), share=_pct(share))
+
+
+def kv_lines(part: dict, lang: str, reading: tuple[float, float] | None = None) -> str:
     """Whether the cache-on and the cache-off step times grow with the context: with the cache every
-    step still reads all cached keys and values, so its line can rise too; the figure decides."""
+    step still reads all cached keys and values, so its line can rise too; the figure decides, and
+    `reading` (kv_reading) says how much of a rise reading the cache explains."""
     runs, p = part.get("runs", {}), int(part.get("prompt_tokens") or 0)
     out = []
     for key, prefix in (("cache_on", "verdict_kv_on"), ("cache_off", "verdict_kv_off")):
@@ -41,7 +67,9 @@ def kv_lines(part: dict, lang: str) -> str:
         line = kv_line(runs[key], p)
         out.append(label(f"{prefix}_{line['trend']}", lang, start=fmt_ms(line["start"]), end=fmt_ms(line["end"]),
                          a=line["a"], b=line["b"], margin=fmt_ms(line["margin"])))
-    return _join(out, lang)
+        if key == "cache_on":
+            out.append(kv_read_share(line, reading, lang))
+    return _join([o for o in out if o], lang)
 
 
 def kv_speedups(part: dict) -> tuple[float, float, float, int] | None:
@@ -181,6 +209,7 @@ def baseline(part: dict, lang: str, brief: bool = False) -> str:
 
 
 # --- the roofline: where a prefill turns from memory- to compute-bound ---------------------------
+PREFILL_LIKE_DECODE = 1.25   # a memory-bound prefill's matmuls within this of the decode step's: the same reading
 def ridge_tokens(hardware: dict) -> float:
     """The prompt length where a prefill's matrix multiplies turn from memory- to compute-bound on
     `hardware`. Each weight, read once (b bytes), is multiplied and added once per prompt token: T
@@ -221,7 +250,15 @@ def profile_prefill(profile: dict, lang: str) -> str:
         return ""
     case = "compute" if 2 * sum(o["bound"] == "compute" for o in matmuls) > len(matmuls) else "memory"
     ridge = ridge_tokens({**machine, "precision": profile.get("dtype")})
-    return label(f"verdict_prof_prefill_{case}", lang, n=profile["phases"]["prefill"]["tokens"], ridge=f"{ridge:.0f}")
+    # memory-bound reads the same weights as the decode step: it should take about the decode step's
+    # time; where it took clearly longer, reading the weights is not what its time followed
+    decode = ((profile["phases"].get("decode") or {}).get("ops")) or []
+    pre_ms = sum(o["measured_ms"] for o in matmuls)
+    dec_ms = sum(o["measured_ms"] for o in decode if o.get("family") == "matmul" and o.get("layers"))
+    if case == "memory" and dec_ms > 0 and pre_ms > PREFILL_LIKE_DECODE * dec_ms:
+        case = "memory_slower"
+    return label(f"verdict_prof_prefill_{case}", lang, n=profile["phases"]["prefill"]["tokens"], ridge=f"{ridge:.0f}",
+                 pre=fmt_ms(pre_ms), dec=fmt_ms(dec_ms), x=_x(pre_ms / dec_ms) if dec_ms > 0 else "")
 
 
 def profile_matmuls(ratio: float | None, matmul_x: str, small_x: str, machine: dict, lang: str) -> str:
