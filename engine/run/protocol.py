@@ -67,7 +67,8 @@ Seed = Annotated[Whole, Ge(0), Le(2**63 - 1)]
 Budget = Annotated[Whole, Ge(0), UpTo("max_new_tokens")]
 Candidates = Annotated[Whole, Ge(1), UpTo("max_top_candidates")]
 Text = Annotated[str, BeforeValidator(_encodable)]
-StopWord = Annotated[Text, Field(min_length=1, max_length=100)]
+STOP_WORDS, STOP_CHARS = 8, 100
+StopWord = Annotated[Text, Field(min_length=1, max_length=STOP_CHARS)]
 
 
 class Strict(BaseModel):
@@ -89,7 +90,7 @@ class RunSettings(Strict):
     attention: bool = D.attention
     logit_lens: bool = D.logit_lens
     ignore_eos: bool = D.ignore_eos
-    stop: Annotated[list[StopWord], Field(max_length=8)] = []
+    stop: Annotated[list[StopWord], Field(max_length=STOP_WORDS)] = []
     top_candidates: Candidates = D.top_candidates
 
 
@@ -205,8 +206,8 @@ def refusal(model: type[Strict], error: dict, limits: Limits) -> InvalidRequest:
     if kind == "missing":
         return InvalidRequest(f"{name} is missing", "missing", name=name)
     if name == "stop":
-        return InvalidRequest("stop must be a list of at most 8 non-empty strings of up to 100 characters",
-                              "stop_words")
+        return InvalidRequest(f"stop must be a list of at most {STOP_WORDS} non-empty strings of up to {STOP_CHARS} "
+                              "characters", "stop_words", most=STOP_WORDS, chars=STOP_CHARS)
     return InvalidRequest(f"{name} is not acceptable, got {got}", "not_acceptable", name=name, got=got)
 
 
