@@ -16,8 +16,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from pydantic import with_config
+
 from engine.errors import TraceFormatError
-from engine.schema.serial import from_plain, parse, to_plain
+from engine.schema.serial import FILE, read_json, to_plain
 from engine.schema.load import HostLoad
 from engine.schema.specs import ModelInfo
 
@@ -109,6 +111,7 @@ class CacheFacts:
     block_steps: int               # block-steps held (sum over frames): what sharing saves
 
 
+@with_config(FILE)              # read by pydantic, strict (engine/schema/serial.py)
 @dataclass
 class Floor:
     model: ModelInfo
@@ -139,8 +142,11 @@ class Floor:
 
     @classmethod
     def from_json(cls, text: str | bytes, max_bytes: int) -> Floor:
-        data = parse(text, max_bytes)
-        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
-            raise TraceFormatError(f"not a serving-floor file (format {FORMAT!r}, version {VERSION})",
-                                   "floor_not_ours")
-        return from_plain(cls, data, "floor")
+        return read_json(cls, text, max_bytes, header=ours, keys=("format", "version"), path="floor")
+
+
+def ours(data):
+    """The file's header, read before its fields: a file of another format or version is not ours."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
+        raise TraceFormatError(f"not a serving-floor file (format {FORMAT!r}, version {VERSION})",
+                               "floor_not_ours")

@@ -1,37 +1,31 @@
-"""Dataclass tree <-> plain JSON data, driven by the type hints, strict on the way in.
+"""Dataclass tree <-> JSON: read through pydantic, strict, its errors said as TraceFormatErrors.
 
-Reading checks every value against its declared type, so a malformed trace fails here with a
-TraceFormatError naming the field, instead of somewhere deep inside a chart.
+The file's dataclasses (schema/trace.py, schema/floor.py) are the model: pydantic validates JSON
+straight into them (`TypeAdapter`, strict JSON mode: an integer is no 1.0 or "1", a flag no 1, a
+number finite; `bytes` are base64 text), so a malformed file fails here naming the field instead of
+somewhere deep inside a chart. What pydantic cannot know stays ours: the size cap before any byte
+is parsed, the file's header checked before its fields (a stranger's file is "not ours", not a list
+of missing fields), and the cross-field checks of schema/validate.py.
+
+Writing stays `json.dumps` over `to_plain`: pydantic's JSON mode would write NaN as null, where the
+writer must refuse it (allow_nan=False).
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import dataclasses
 import functools
 import json
-import math
-import types
-import typing
+from typing import Any, Callable, NotRequired
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+from typing_extensions import TypedDict
 
 from engine.errors import TraceFormatError
 
-
-def parse(text: str | bytes, max_bytes: int | None = None):
-    """A file's JSON data, refused if it is over `max_bytes` or not JSON (before any field is read)."""
-    if max_bytes is not None and len(text) > max_bytes:
-        size, limit = f"{len(text):,}", f"{max_bytes:,}"
-        raise TraceFormatError(f"the file is {size} bytes; the limit is {limit}", "trace_too_big",
-                               size=size, limit=limit)
-    try:
-        return json.loads(text)
-    except UnicodeDecodeError as exc:       # a picture, an archive: bytes that are not text at all
-        detail = f"its bytes are not UTF-8 text (byte 0x{exc.object[exc.start:exc.start + 1].hex()} at {exc.start:,})"
-        raise TraceFormatError(f"not valid JSON: {detail}", "trace_not_json", detail=detail) from None
-    except (ValueError, RecursionError) as exc:
-        detail = str(exc)[:200]
-        raise TraceFormatError(f"not valid JSON: {detail}", "trace_not_json", detail=detail) from None
+# The file's config, on its top dataclass (pydantic carries it to the nested ones).
+FILE = ConfigDict(strict=True, allow_inf_nan=False, val_json_bytes="base64", ser_json_bytes="base64")
 
 
 def to_plain(obj):
@@ -45,63 +39,83 @@ def to_plain(obj):
 
 
 @functools.cache
-def _hints(cls) -> dict:
-    return typing.get_type_hints(cls)
+def _adapter(tp) -> TypeAdapter:
+    return TypeAdapter(tp)
+
+
+@functools.cache
+def _head(keys: tuple[str, ...]) -> TypeAdapter:
+    return TypeAdapter(TypedDict("Head", {key: NotRequired[Any] for key in keys}))
+
+
+def _header(text: str | bytes, keys: tuple[str, ...]):
+    """The file's top-level `keys` (a TypedDict of them: pydantic parses the rest without keeping it),
+    or the top-level value itself where it is no object."""
+    try:
+        return _head(keys).validate_json(text)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        if error["type"] == "json_invalid":
+            raise refusal(error, "") from None
+        return error["input"]
+
+
+def read_json(cls, text: str | bytes, max_bytes: int | None = None, header: Callable | None = None,
+              keys: tuple[str, ...] = (), path: str = "trace"):
+    """A `cls` from a file's JSON text: refused if over `max_bytes` (before it is parsed), if not
+    JSON, if `header(head)` raises TraceFormatError (the file is someone else's: `head` holds its
+    top-level `keys` only), or if a field is missing or of the wrong kind (TraceFormatError naming
+    its path under `path`)."""
+    if max_bytes is not None and len(text) > max_bytes:
+        size, limit = f"{len(text):,}", f"{max_bytes:,}"
+        raise TraceFormatError(f"the file is {size} bytes; the limit is {limit}", "trace_too_big",
+                               size=size, limit=limit)
+    if header is not None:
+        header(_header(text, keys))
+    try:
+        return _adapter(cls).validate_json(text, strict=True)
+    except ValidationError as exc:
+        raise refusal(exc.errors()[0], path) from None
 
 
 def from_plain(tp, value, path: str = "trace"):
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(tp)
-        if value is None and type(None) in options:
-            return None
-        (inner,) = [t for t in options if t is not type(None)]
-        return from_plain(inner, value, path)
-    if origin is list:
-        (inner,) = typing.get_args(tp)
-        _expect(isinstance(value, list), path, "a list", value)
-        return [from_plain(inner, v, f"{path}[{i}]") for i, v in enumerate(value)]
-    if dataclasses.is_dataclass(tp):
-        _expect(isinstance(value, dict), path, "an object", value)
-        hints, kwargs = _hints(tp), {}
-        for f in dataclasses.fields(tp):
-            if f.name in value:
-                kwargs[f.name] = from_plain(hints[f.name], value[f.name], f"{path}.{f.name}")
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise TraceFormatError(f"{path}: missing field {f.name!r}", "trace_missing_field", where=path,
-                                       field=repr(f.name))
-        try:
-            return tp(**kwargs)
-        except (ValueError, TypeError) as exc:
-            raise TraceFormatError(f"{path}: {exc}", "trace_field", where=path, detail=str(exc)) from None
-    if tp is bool:
-        _expect(isinstance(value, bool), path, "true/false", value)
-    elif tp is int:
-        _expect(isinstance(value, int) and not isinstance(value, bool), path, "an integer", value)
-    elif tp is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        _expect(ok, path, "a finite number", value)
-        return float(value)
-    elif tp is str:
-        _expect(isinstance(value, str), path, "a string", value)
-    elif tp is bytes:
-        _expect(isinstance(value, str), path, "base64 text", value)
-        try:
-            return base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            raise TraceFormatError(f"{path}: invalid base64", "trace_bad_base64", where=path) from None
-    else:  # pragma: no cover - a type the trace does not use
-        raise TypeError(f"unsupported type {tp!r} at {path}")
-    return value
+    """A `tp` from data already parsed (a back-room job's result), checked as strictly as a file."""
+    return read_json(tp, json.dumps(value, allow_nan=True), path=path)
 
 
-# what `_expect` asked for, as the JSON type's name (what the visitor's message names in any language)
-JSON_TYPES = {"a list": "array", "an object": "object", "true/false": "boolean", "an integer": "integer",
-              "a finite number": "number", "a string": "string", "base64 text": "string (base64)"}
+# what each kind of value is, as the English message says it and as the JSON type's name (what the
+# visitor's message names in any language)
+EXPECTED = {"list_type": ("a list", "array"), "dataclass_type": ("an object", "object"),
+            "dict_type": ("an object", "object"), "bool_type": ("true/false", "boolean"),
+            "int_type": ("an integer", "integer"), "float_type": ("a finite number", "number"),
+            "finite_number": ("a finite number", "number"), "string_type": ("a string", "string"),
+            "bytes_type": ("base64 text", "string (base64)")}
 
 
-def _expect(ok: bool, path: str, what: str, value) -> None:
-    if not ok:
-        got = type(value).__name__
-        raise TraceFormatError(f"{path}: expected {what}, got {got}", "trace_wrong_type", where=path,
-                               expected=JSON_TYPES[what], got=got)
+def where(loc: tuple, path: str) -> str:
+    """pydantic's location as the file's path: ('steps', 0, 'id') under "trace" is trace.steps[0].id."""
+    return path + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+
+
+def refusal(error: dict, path: str) -> TraceFormatError:
+    """pydantic's first error as today's TraceFormatError (key, values and English message)."""
+    kind, loc = error["type"], error["loc"]
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, TraceFormatError):            # the header's own refusal
+        return cause
+    if kind == "json_invalid":
+        detail = error["msg"].removeprefix("Invalid JSON: ")[:200]
+        return TraceFormatError(f"not valid JSON: {detail}", "trace_not_json", detail=detail)
+    if kind == "missing":
+        at, name = where(loc[:-1], path), repr(loc[-1])
+        return TraceFormatError(f"{at}: missing field {name}", "trace_missing_field", where=at, field=name)
+    at = where(loc, path)
+    if kind in EXPECTED:
+        what, expected = EXPECTED[kind]
+        got = type(error["input"]).__name__
+        return TraceFormatError(f"{at}: expected {what}, got {got}", "trace_wrong_type", where=at,
+                                expected=expected, got=got)
+    if kind == "bytes_invalid_encoding":
+        return TraceFormatError(f"{at}: invalid base64", "trace_bad_base64", where=at)
+    detail = error["msg"][:200]
+    return TraceFormatError(f"{at}: {detail}", "trace_field", where=at, detail=detail)

@@ -1,7 +1,7 @@
 """The Trace: everything one run measured, as a tree of dataclasses that round-trips through JSON.
 
 One Trace flows engine -> viz -> app -> JSON download -> JSON upload -> viz again, so this module
-depends on nothing but the standard library and numpy (viz imports it without torch).
+depends on nothing but the standard library, numpy and pydantic (viz imports it without torch).
 """
 
 from __future__ import annotations
@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from pydantic import with_config
+
 from engine.errors import TraceFormatError
 from engine.schema.packed import Hidden, PackedRows
-from engine.schema.serial import from_plain, parse, to_plain
+from engine.schema.serial import FILE, read_json, to_plain
 from engine.schema.specs import ModelInfo
 
 SCHEMA = "token-by-token/trace@3"
@@ -210,6 +212,7 @@ class Served:
     completion_tokens: int | None = None
 
 
+@with_config(FILE)              # read by pydantic, strict (engine/schema/serial.py)
 @dataclass
 class Trace:
     model: ModelInfo
@@ -236,9 +239,12 @@ class Trace:
 
     @classmethod
     def from_json(cls, text: str | bytes, max_bytes: int | None = None) -> Trace:
-        data = parse(text, max_bytes)
-        if not isinstance(data, dict) or data.get("schema") not in READABLE:
-            got = repr(data.get("schema") if isinstance(data, dict) else type(data).__name__)[:80]
-            raise TraceFormatError(f"not a Token by Token trace: schema is {got}, expected {SCHEMA!r}",
-                                   "trace_not_ours", got=got, expected=repr(SCHEMA))
-        return from_plain(cls, data)
+        return read_json(cls, text, max_bytes, header=ours, keys=("schema",))
+
+
+def ours(data):
+    """The file's header, read before its fields: a file of another schema is not ours."""
+    if not isinstance(data, dict) or data.get("schema") not in READABLE:
+        got = repr(data.get("schema") if isinstance(data, dict) else type(data).__name__)[:80]
+        raise TraceFormatError(f"not a Token by Token trace: schema is {got}, expected {SCHEMA!r}",
+                               "trace_not_ours", got=got, expected=repr(SCHEMA))

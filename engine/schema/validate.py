@@ -5,7 +5,8 @@ claims 40 million prompt positions over a 1 KB attention block, token spans outs
 step counts that disagree with the steps. Charts size their data from such fields, so every field
 that sizes something is checked against the data it describes and against the host's caps, with
 Python integers (no numpy overflow). The first problem found raises TraceFormatError naming the
-field.
+field. (Kept by hand, after pydantic has read the kinds: each bound here is another field or a host cap,
+which a field's own constraint cannot name; as model validators these would be the same lines.)
 """
 
 from __future__ import annotations

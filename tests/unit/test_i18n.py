@@ -110,12 +110,13 @@ def test_a_refusal_is_said_in_chinese_with_chinese_punctuation():
     language, and in English as the engine's own message."""
     from engine.environment import Limits
     from engine.errors import InvalidRequest, TraceFormatError
-    from engine.run.request import clean_prompt, number
+    from engine.run.protocol import RunSettings, checked
+    from engine.run.request import clean_prompt
     from engine.schema.validate import read_trace
     from ui.host.errors import message
     refusals = []
     for call in (lambda: clean_prompt(" ", Limits()), lambda: clean_prompt("x" * 30_000, Limits()),
-                 lambda: number("top_p", 0.0, 0, 1, lo_open=True), lambda: number("seed", "many"),
+                 lambda: checked(RunSettings, {"top_p": 0.0}), lambda: checked(RunSettings, {"seed": "many"}),
                  lambda: read_trace(b"\x89PNG"), lambda: read_trace('{"schema": "someone-else"}')):
         with pytest.raises((InvalidRequest, TraceFormatError)) as info:
             call()

@@ -1,5 +1,6 @@
 """What every endpoint shares: its arguments checked as the caller sent them (gr.api does no
-conversion), the caller's language, files in and out, and the engine group's limit.
+conversion) by the endpoint's request model (engine/run/protocol.py), the caller's language, files
+in and out, and the engine group's limit.
 
 A wrong argument is answered with a message that names it, in the caller's language: a caller that
 sends `Accept-Language: zh` (gradio_client: `Client(url, headers={"Accept-Language": "zh"})`) is
@@ -12,10 +13,11 @@ import gradio as gr
 from gradio import FileData
 
 from engine import EngineError
-from engine.run.request import flag, number
+from engine.environment import Limits
+from engine.run.protocol import checked
 from engine.schema.trace import Settings
 
-from ui.host.errors import refuse, refused
+from ui.host.errors import refused
 from ui.host.runs import ENGINE_CONCURRENCY
 from ui.page.i18n import lang_of
 
@@ -23,24 +25,11 @@ D = Settings()            # every run setting defaults to the engine's own defau
 ENGINE = {"concurrency_limit": ENGINE_CONCURRENCY, "concurrency_id": "engine"}
 
 
-def text_arg(name: str, value, lang: str) -> str:
-    if not isinstance(value, str):
-        raise refuse("not_text", lang, name=name, got=type(value).__name__)
-    return value
-
-
-def flag_arg(name: str, value, lang: str) -> bool:
+def arguments(kind, lang: str, limits: Limits | None = None, **values):
+    """The caller's arguments as the endpoint's request model `kind` (engine/run/protocol.py), or the
+    refusal of the first wrong one, in the caller's language."""
     try:
-        return flag(name, value)
-    except EngineError as exc:
-        raise refused(exc, lang) from None
-
-
-def number_arg(name: str, value, lang: str, whole: bool = False) -> float | int:
-    """A JSON number (not true/false, not NaN or infinity); `whole` ones may be sent as 48.0.
-    The engine checks the range (engine/run/request.py `number`, the one number check)."""
-    try:
-        return number(name, value, integer=whole)
+        return checked(kind, values, limits)
     except EngineError as exc:
         raise refused(exc, lang) from None
 
@@ -60,6 +49,6 @@ def as_file(path: str) -> dict:
     return FileData(path=path, orig_name=path.rsplit("/", 1)[-1], mime_type="application/json").model_dump()
 
 
-def engine_of(models, model, lang: str):
+def engine_of(models, model: str, lang: str):
     """The engine of the allowed model a caller named ("" is the host's default)."""
-    return models.get(text_arg("model", model, lang) or None, lang)
+    return models.get(model or None, lang)

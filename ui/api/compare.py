@@ -8,11 +8,12 @@ import gradio as gr
 from gradio import FileData
 
 from engine import EngineError
+from engine.run.protocol import CompareArgs
 from engine.run.request import SIDE_BY_SIDE as S
 from engine.run.side_by_side import interleave
 
-from ui.api.args import ENGINE, as_file, engine_of, lang_of_caller, number_arg, text_arg
-from ui.host.errors import refuse, refused
+from ui.api.args import ENGINE, arguments, as_file, engine_of, lang_of_caller
+from ui.host.errors import refused
 from ui.host.gpu import for_tokens, on_gpu
 from ui.host.runs import API_SLOTS, BUSY, RunRefused
 
@@ -26,16 +27,12 @@ class CompareEndpoint:
         """One question in normal and reasoning mode, the two runs taking turns; returns
         [normal, reasoning] Trace JSON files. Each trace's times are its own mode's."""
         lang = lang_of_caller(request)
-        prompt = text_arg("prompt", prompt, lang)
-        budget = number_arg("thinking_budget", thinking_budget, lang, whole=True)
-        answer = number_arg("answer_tokens", answer_tokens, lang, whole=True)
-        for name, value, least in (("thinking_budget", budget, 0), ("answer_tokens", answer, 1)):
-            if value < least:
-                raise refuse("at_least", lang, name=name, lo=least, got=repr(value))
+        a = arguments(CompareArgs, lang, prompt=prompt, thinking_budget=thinking_budget, answer_tokens=answer_tokens,
+                      model=model)
         try:
-            engine = engine_of(self.models, model, lang)
+            engine = engine_of(self.models, a.model, lang)
             with API_SLOTS.hold(request, BUSY):
-                for normal, reasoning, finished in interleave(engine, prompt, budget, answer):
+                for normal, reasoning, finished in interleave(engine, a.prompt, a.thinking_budget, a.answer_tokens):
                     if not finished:
                         yield None
         except (EngineError, RunRefused) as exc:

@@ -10,9 +10,10 @@ from gradio import FileData
 
 from engine import EngineError
 from engine.errors import InvalidRequest
+from engine.run.protocol import ExportArgs
 from viz.text.strings import LANGS
 
-from ui.api.args import file_path, lang_of_caller, number_arg, text_arg
+from ui.api.args import arguments, file_path, lang_of_caller
 from ui.chapters.common import clamp
 from ui.chapters.decode import least_sure_step
 from ui.host.errors import refused
@@ -31,7 +32,9 @@ class ExportEndpoint:
         `head` -1: the mean of all heads. Charts: token_chips, heatmap, head_view, kv_growth,
         kv_projection, candidates, attention_row, speed_cards, timeline, step_times, playground."""
         said = lang_of_caller(request)
-        chart, fmt, lang = (text_arg(n, v, said) for n, v in (("chart", chart), ("format", format), ("lang", lang)))
+        a = arguments(ExportArgs, said, chart=chart, format=format, lang=lang, step=step, layer=layer, head=head)
+        chart, fmt, lang = a.chart, a.format, a.lang
+        # which names the charts, formats and languages are: sentences that list them (a Literal's error would not)
         if chart not in CHARTS:
             names, asked = ", ".join(CHARTS), repr(chart[:40])
             raise refused(InvalidRequest(f"There is no chart named {asked}; the charts are: {names}.", "export_chart",
@@ -42,8 +45,7 @@ class ExportEndpoint:
         if lang not in LANGS:
             raise refused(InvalidRequest(f"The language is {' or '.join(LANGS)}, not {lang[:20]!r}.", "export_lang",
                                          got=repr(lang[:20])), said)
-        step, layer, head = (number_arg(n, v, said, whole=True) for n, v in (("step", step), ("layer", layer),
-                                                                            ("head", head)))
+        step, layer, head = a.step, a.layer, a.head
         source = read_upload(file_path(trace), self.models.limits, said)
         last = max(len(source.steps) - 1, 0)
         step = least_sure_step(source) if step < 0 else clamp(step, last)

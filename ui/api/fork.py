@@ -9,8 +9,9 @@ import gradio as gr
 from gradio import FileData
 
 from engine import EngineError
+from engine.run.protocol import ForkArgs
 
-from ui.api.args import D, ENGINE, as_file, engine_of, file_path, flag_arg, lang_of_caller, number_arg, text_arg
+from ui.api.args import D, ENGINE, arguments, as_file, engine_of, file_path, lang_of_caller
 from ui.host.errors import refused
 from ui.host.gpu import for_tokens, on_gpu
 from ui.host.models import torch_side
@@ -31,15 +32,15 @@ class ForkEndpoint:
         Returns the trace with the new branch last in `branches`; `recompute` also times the
         same first token with the prefix recomputed from scratch (branch.recompute_ms)."""
         path, lang = file_path(trace), lang_of_caller(request)
-        at, chosen = number_arg("step", step, lang, whole=True), number_arg("token", token, lang, whole=True)
-        new = number_arg("max_new_tokens", max_new_tokens, lang, whole=True)
-        parent, measure = text_arg("parent", parent, lang), flag_arg("recompute", recompute, lang)
+        a = arguments(ForkArgs, lang, self.models.limits, step=step, token=token, parent=parent,
+                      max_new_tokens=max_new_tokens, recompute=recompute, model=model)
         try:
-            engine = engine_of(self.models, model, lang)
+            engine = engine_of(self.models, a.model, lang)
             source = read_upload(path, engine.limits, lang)
             with API_SLOTS.hold(request, BUSY):
                 fork = torch_side("engine.run.fork")
-                events = fork.stream_fork(engine, source, at, chosen, parent=parent, max_new_tokens=new)
+                events = fork.stream_fork(engine, source, a.step, a.token, parent=a.parent,
+                                          max_new_tokens=a.max_new_tokens)
                 try:
                     while True:
                         next(events)
@@ -48,7 +49,7 @@ class ForkEndpoint:
                     forked = done.value
                 finally:
                     events.close()
-                if measure:
+                if a.recompute:
                     forked = fork.measure_recompute(engine, forked, forked.branches[-1].id)
         except (EngineError, RunRefused) as exc:
             raise refused(exc, lang) from None

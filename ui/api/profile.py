@@ -6,8 +6,9 @@ import gradio as gr
 from gradio import FileData
 
 from engine import EngineError
+from engine.run.protocol import ProfileArgs
 
-from ui.api.args import ENGINE, engine_of, file_path, lang_of_caller, number_arg
+from ui.api.args import ENGINE, arguments, engine_of, file_path, lang_of_caller
 from ui.chapters.profile import measure_profile
 from ui.host.errors import refused
 from ui.host.gpu import on_gpu
@@ -24,12 +25,12 @@ class ProfileEndpoint:
         step `step` (0: the run's middle) replayed with timers on each op, beside the roofline's time
         for each op on this machine, and projected onto larger GPUs and models."""
         lang = lang_of_caller(request)
-        at = number_arg("step", step, lang, whole=True)
+        a = arguments(ProfileArgs, lang, step=step, model=model)
         try:
-            engine = engine_of(self.models, model, lang)
+            engine = engine_of(self.models, a.model, lang)
             source = read_upload(file_path(trace), engine.limits, lang)
             with API_SLOTS.hold(request, BUSY):
-                return measure_profile(engine, source, at or None)
+                return measure_profile(engine, source, a.step or None)
         except (EngineError, RunRefused) as exc:
             raise refused(exc, lang) from None
 

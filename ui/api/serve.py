@@ -19,10 +19,11 @@ import gradio as gr
 from engine import EngineError
 from engine.floor.figures import figures
 from engine.floor.workload import check
-from engine.schema.floor import SCHEDULERS, FloorSettings
+from engine.run.protocol import ServeArgs
+from engine.schema.floor import FloorSettings
 
-from ui.api.args import as_file, lang_of_caller, number_arg, text_arg
-from ui.host.errors import refuse, refused
+from ui.api.args import arguments, as_file, lang_of_caller
+from ui.host.errors import refused
 from ui.chapters.floor import job
 from ui.host.gpu import on_gpu
 from ui.host.lab_mode import allow
@@ -45,18 +46,16 @@ class ServeEndpoint:
         """Serve a workload of `requests` chat requests arriving at `rate` a second (0: all at once)
         through continuous batching, one at a time and one static batch; returns [figures, file]."""
         lang = lang_of_caller(request)
-        whole = {name: number_arg(name, value, lang, whole=True) for name, value in (
-            ("requests", requests), ("prompt_tokens", prompt_tokens), ("shared_prefix", shared_prefix),
-            ("new_tokens", new_tokens), ("page_size", page_size), ("num_blocks", num_blocks),
-            ("max_batch_tokens", max_batch_tokens), ("seed", seed))}
-        per_s = number_arg("rate", rate, lang)
-        if text_arg("scheduler", scheduler, lang) not in SCHEDULERS:
-            raise refuse("floor_choice", lang, name="scheduler", choices=", ".join(SCHEDULERS))
-        s = FloorSettings(arrival="poisson" if per_s > 0 else "burst", rate=per_s if per_s > 0 else D.rate,
-                          scheduler=scheduler, **whole)
-        allow(self.models, text_arg("model", model, lang), lang)      # the host's TBT_LAB, as on the page
+        a = arguments(ServeArgs, lang, requests=requests, rate=rate, prompt_tokens=prompt_tokens,
+                      shared_prefix=shared_prefix, new_tokens=new_tokens, page_size=page_size, num_blocks=num_blocks,
+                      max_batch_tokens=max_batch_tokens, scheduler=scheduler, seed=seed, model=model)
+        # the workload's ranges and choices are the floor's own (engine/floor/workload.py `check`, below)
+        whole = a.model_dump(exclude={"rate", "scheduler", "model"})
+        s = FloorSettings(arrival="poisson" if a.rate > 0 else "burst", rate=a.rate if a.rate > 0 else D.rate,
+                          scheduler=a.scheduler, **whole)
+        allow(self.models, a.model, lang)      # the host's TBT_LAB, as on the page
         try:
-            engine = self.models.get(text_arg("model", model, lang) or None, lang)
+            engine = self.models.get(a.model or None, lang)
             check(s, engine.limits, engine.info.kv_bytes(1))
             cancel = threading.Event()   # set if the caller goes away (background closes)
             data = yield from background(job(self.models, engine, dataclasses.asdict(s), cancel,

@@ -13,9 +13,10 @@ import gradio as gr
 from gradio import FileData
 
 from engine import EngineError
+from engine.run.protocol import TraceArgs
 from engine.schema.trace import Settings
 
-from ui.api.args import D, ENGINE, as_file, engine_of, flag_arg, lang_of_caller, number_arg, text_arg
+from ui.api.args import D, ENGINE, arguments, as_file, engine_of, lang_of_caller
 from ui.host.errors import refused
 from ui.host.gpu import for_tokens, on_gpu
 from ui.host.models import torch_side
@@ -33,18 +34,14 @@ class TraceEndpoint:
         """Run one prompt to the end and return its Trace as a JSON file (read it with
         engine.Trace.from_json). Yields nothing (None) after each step until the last."""
         lang = lang_of_caller(request)
-        settings = Settings(
-            max_new_tokens=number_arg("max_new_tokens", max_new_tokens, lang, whole=True),
-            temperature=number_arg("temperature", temperature, lang),
-            top_k=number_arg("top_k", top_k, lang, whole=True), top_p=number_arg("top_p", top_p, lang),
-            seed=number_arg("seed", seed, lang, whole=True), attention=flag_arg("attention", attention, lang),
-            logit_lens=flag_arg("logit_lens", logit_lens, lang),
-            chat_template=flag_arg("chat_template", chat_template, lang))
-        prompt = text_arg("prompt", prompt, lang)
+        a = arguments(TraceArgs, lang, self.models.limits, prompt=prompt, max_new_tokens=max_new_tokens,
+                      temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, attention=attention,
+                      logit_lens=logit_lens, chat_template=chat_template, model=model)
+        settings = Settings(**a.model_dump(exclude={"prompt", "model"}))
         try:
-            engine = engine_of(self.models, model, lang)
+            engine = engine_of(self.models, a.model, lang)
             with API_SLOTS.hold(request, BUSY):
-                events = torch_side("engine.run.generate").stream_trace(engine, prompt, settings, keep_cache=True)
+                events = torch_side("engine.run.generate").stream_trace(engine, a.prompt, settings, keep_cache=True)
                 try:
                     for event in events:
                         trace = event.trace

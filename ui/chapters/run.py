@@ -14,7 +14,7 @@ import gradio as gr
 
 from engine.errors import EngineError
 from engine.host.house import HOUSE
-from engine.run.request import APP_DEFAULTS, check_settings, clean_prompt, number
+from engine.run.request import APP_DEFAULTS, check_settings, clean_prompt
 from engine.schema.specs import EMBEDDED
 from engine.schema.trace import Branch, Settings, Trace
 from engine.served import Endpoint
@@ -33,20 +33,18 @@ if TYPE_CHECKING:
     from engine.model.core import Engine
 
 
-def _setting(name: str, value, integer: bool = False) -> int | float:
+def _setting(name: str, value):
     """A number control's value; an empty box (None, "") means the page's default (APP_DEFAULTS)."""
-    if value is None or value == "":
-        return getattr(APP_DEFAULTS, name)
-    return number(name, value, integer=integer)
+    return getattr(APP_DEFAULTS, name) if value is None or value == "" else value
 
 
 def make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
                   chat_template) -> Settings:
-    """Settings from the page's controls (sliders send floats, an empty number box sends None).
-    Raises InvalidRequest for a value that is not a number; check_settings checks the ranges."""
-    return replace(APP_DEFAULTS, max_new_tokens=_setting("max_new_tokens", max_new_tokens, integer=True),
-                   temperature=_setting("temperature", temperature), top_k=_setting("top_k", top_k, integer=True),
-                   top_p=_setting("top_p", top_p), seed=_setting("seed", seed, integer=True),
+    """Settings from the page's controls as they came (sliders send floats, an empty number box sends
+    None): check_settings (the protocol's RunSettings) checks their kinds and ranges."""
+    return replace(APP_DEFAULTS, max_new_tokens=_setting("max_new_tokens", max_new_tokens),
+                   temperature=_setting("temperature", temperature), top_k=_setting("top_k", top_k),
+                   top_p=_setting("top_p", top_p), seed=_setting("seed", seed),
                    attention=bool(attention), logit_lens=bool(logit_lens), chat_template=bool(chat_template))
 
 
@@ -163,8 +161,8 @@ class Run:
             chat_template, model_id, source, lang, request: gr.Request):
         """Stream one run: (trace state, output chips, status, prompt chips, stale-chapters banner)."""
         try:
-            settings = make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention, logit_lens,
-                                     chat_template)
+            settings = check_settings(make_settings(max_new_tokens, temperature, top_k, top_p, seed, attention,
+                                                    logit_lens, chat_template), self.models.limits)
         except EngineError as exc:
             raise refused(exc, lang) from None
         with self.flags.running(request) as flag:

@@ -25,7 +25,10 @@ ERRORS = errors()
 
 
 def say(key: str, lang: str, **values) -> str:
-    """The catalogue's sentence `err_<key>` in `lang`, its placeholders filled."""
+    """The catalogue's sentence `err_<key>` in `lang`, its placeholders filled (a setting's `name` in
+    the visitor's words)."""
+    if "name" in values:
+        values["name"] = setting_of(str(values["name"]), lang)
     return said(ERRORS[f"err_{key}"], lang).format(**values)
 
 
@@ -41,6 +44,13 @@ def part_of(where: str, lang: str) -> str:
 HEADER = ("schema", "created", "run_id", "format", "version")      # a file's own name and date
 
 
+def setting_of(name: str, lang: str) -> str:
+    """A setting or argument in the visitor's words ("top_p" is "top-p 值"); the name itself where the
+    catalogue has no words for it. The English message keeps the name: an API caller's own word."""
+    entry = ERRORS.get(f"err_setting_{name}")
+    return said(entry, lang) if entry else name
+
+
 def message(exc: BaseException, lang: str, plain: bool = False) -> str:
     """What the visitor reads for `exc`: its catalogue sentence in `lang` when it has a key, else
     its own (English) message. The catalogue's sentences name no field and quote no value's repr
@@ -54,6 +64,7 @@ def message(exc: BaseException, lang: str, plain: bool = False) -> str:
     values = dict(exc.values)
     if "where" in values:
         values["part"] = part_of(values["where"], lang)
+
     try:
         said_here = say(key, lang, **values)
     except (KeyError, IndexError, ValueError):     # a sentence and its error out of step: still say something
