@@ -13,6 +13,7 @@ from tests.app.test_bad_inputs import INTERNALS
 from tests.unit.test_trace_validate import HOSTILE, THE_ISSUES
 from engine.schema.validate import validate
 from tests.paths import FIXTURES
+from tests.browser.controls import set_slider
 
 TABS = [("tokens", "1 · Tokens", ["#embedding"]),
         ("prefill", "2 · Prefill", ["#heatmap", "#head-view"]),
@@ -35,8 +36,7 @@ def run_prompt(page, prompt: str, max_tokens: int | None = None) -> dict:
     """Type, run, and watch the stream; returns what was seen while it ran."""
     if max_tokens is not None:
         page.get_by_text("Generation settings").click()
-        page.get_by_label("Max new tokens", exact=False).first.fill(str(max_tokens))
-        page.keyboard.press("Enter")
+        set_slider(page, "max-new", max_tokens)
     page.fill("#prompt textarea", prompt)
     # the previous run's "every chapter drawn" marker goes, so the wait below is for this run's
     page.evaluate("() => document.querySelector('#output .tbt-rendered')?.remove()")
@@ -184,13 +184,21 @@ def test_uploaded_trace_with_html_in_its_texts_stays_text(page, shots, tmp_path)
     assert page.get_by_text("logit_lens", exact=True).count() == 0     # the API's inputs stay hidden
 
 
-def test_heatmap_at_the_capped_length(page, shots):
-    """A prompt of 256+ tokens: the prefill heatmap is capped at 256 and still renders quickly."""
+def test_heatmap_at_the_capped_length(page, shots, tmp_path):
+    """A prompt of 256+ tokens: the prefill heatmap is capped at 256 positions, draws, and the run's
+    file says it was capped (the map holds the first 256 of the prompt's tokens)."""
     long_prompt = " ".join(["the quick brown fox jumps over the lazy dog"] * 30)
     run_prompt(page, long_prompt, max_tokens=4)
     seconds = open_tab(page, "2 · Prefill", ["#heatmap", "#head-view"])
     print(f"\nheatmap at 256 tokens drew in {seconds:.2f} s")
     page.screenshot(path=str(shots / "prefill-256.png"), full_page=True)
+    page.get_by_role("tab", name="Trace file").click()
+    with page.expect_download() as info:
+        page.locator("#download a").first.click()
+    info.value.save_as(tmp_path / "long.json")
+    data = json.loads((tmp_path / "long.json").read_text(encoding="utf-8"))
+    assert len(data["prompt"]["tokens"]) > 256, len(data["prompt"]["tokens"])
+    assert data["attention"]["prefill_tokens"] == 256 and data["attention"]["prefill_capped"] is True
 
 
 def test_injected_html_stays_text(page, shots):

@@ -63,7 +63,7 @@ def test_charts_redrawn_out_of_sight_come_back_at_their_width(browser, app_url, 
         page.locator(TABS).nth(3).click()
         shown = page.get_attribute("#step-facts .tbt-step-card", "data-step")
         page.click("#fork-run")
-        page.wait_for_selector(f"#output .tbt-forced[data-step='{shown}']", timeout=180_000)
+        page.wait_for_selector(f"#output .tbt-forced[data-step='{shown}']", state="attached", timeout=180_000)
         page.wait_for_selector(f"#step-facts [data-step='{shown}']", timeout=30_000)    # Decode stays there
         lost = visit_chapters(page, reversed(range(count)))
         page.screenshot(path=str(shots / f"charts-seen-{lang}-{form}.png"), full_page=True)

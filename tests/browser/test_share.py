@@ -90,7 +90,7 @@ def test_copied_link_opens_the_same_view_elsewhere(browser, app_url, output_dir,
         # the fork's list is step 5's (issue 48): "Continue from here", untouched, forks there
         page.wait_for_selector("#step-facts [data-step='5']", timeout=30_000)
         page.click("#fork-run")
-        page.wait_for_selector("#output .tbt-forced[data-step='5']", timeout=180_000)
+        page.wait_for_selector("#output .tbt-forced[data-step='5']", state="attached", timeout=180_000)
     finally:
         other.close()
 

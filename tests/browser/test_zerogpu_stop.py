@@ -12,6 +12,7 @@ from gradio_client import Client
 
 from tests.paths import FIXTURES, ROOT
 from tests.servers import app_server
+from tests.browser.controls import set_slider
 
 FAKE_SPACES = FIXTURES / "fake_spaces"
 
@@ -53,8 +54,7 @@ def test_stop_closes_the_run_in_the_forked_worker(zero_app, zero_page):
     url, log = zero_app
     page = zero_page
     page.get_by_text("Generation settings", exact=True).click()        # the accordion
-    page.fill("#max-new input[type=number]", "400")
-    page.press("#max-new input[type=number]", "Enter")
+    set_slider(page, "max-new", 400)
     page.fill("#prompt textarea", "Write a long story about a robot who learns to paint, with many details.")
     page.click("#run")
     page.wait_for_selector("#output .tbt-step", timeout=120_000)      # tokens stream from the worker

@@ -23,18 +23,12 @@ HAN = re.compile(r"[\u4e00-\u9fff]")
 PRODUCT = "Token by Token"          # the app's name, the same in both languages
 
 
-@pytest.fixture(scope="module")
-def zh_app(app_url):
-    """The session's app, as shipped (its prompt cap is the default 20,000 characters)."""
-    return app_url
-
-
 @pytest.fixture()
-def zh_page(browser, zh_app):
+def zh_page(browser, app_url):
     context = browser.new_context(locale="zh-CN", viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     try:
-        page.goto(zh_app)
+        page.goto(app_url)
         page.wait_for_selector("#prompt textarea", timeout=60_000)
         # the page knows its language and has drawn the recording in it
         page.wait_for_function("() => document.querySelector('#output .tbt-recording')?.innerText.includes('录制')",
@@ -125,8 +119,8 @@ def test_a_hostile_trace_is_refused_in_chinese(zh_page, shots, tmp_path):
     page.screenshot(path=str(shots / "zh-message-upload-page.png"))
 
 
-def test_the_api_refuses_an_argument_in_chinese_when_asked(zh_app):
-    client = Client(zh_app, verbose=False, headers={"Accept-Language": "zh-CN,zh;q=0.9"})
+def test_the_api_refuses_an_argument_in_chinese_when_asked(app_url):
+    client = Client(app_url, verbose=False, headers={"Accept-Language": "zh-CN,zh;q=0.9"})
     with pytest.raises(Exception) as info:
         client.predict(prompt="Hello", temperature=-1.0, api_name="/trace")
     text = str(info.value)
@@ -135,5 +129,5 @@ def test_the_api_refuses_an_argument_in_chinese_when_asked(zh_app):
         client.predict(prompt="", api_name="/trace")
     assert "提示词是空的" in str(info.value)
     with pytest.raises(Exception) as info:           # English stays the default
-        Client(zh_app, verbose=False).predict(prompt="Hello", temperature=-1.0, api_name="/trace")
+        Client(app_url, verbose=False).predict(prompt="Hello", temperature=-1.0, api_name="/trace")
     assert "temperature must be in [0, 100]" in str(info.value)
