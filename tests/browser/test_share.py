@@ -132,12 +132,15 @@ def test_charts_and_deck_download(browser, app_url, output_dir, tmp_path):
         page.click("#export-charts")
         page.wait_for_selector("#share-files-explore a", timeout=120_000)
         listed = re.sub(r"\s+", "", page.inner_text("#share-files-explore"))
-        for name in ("speed-timeline.svg", "speed-timeline.png", "speed-step-times.svg", "speed-speed-cards.png"):
+        for name in ("speed-timeline.svg", "speed-timeline.png", "speed-step-times.svg", "speed-cards.png"):
             assert name in listed, listed
         with page.expect_download() as got:
             page.locator("#share-files-explore tr", has_text=re.compile(r"speed-timeline\s*\.svg")).locator("a").first.click()
         svg = Path(got.value.path()).read_text(encoding="utf-8")
         assert "一次请求的时间线" in svg, svg[:300]                 # the timeline's zh title, as text
+        # another chapter: the list goes (issue 48: it sat above every chapter's tabs for good)
+        page.get_by_role("tab", name="4 · 解码（逐 token 生成）").click()
+        page.wait_for_selector("#share-files-explore", state="hidden", timeout=30_000)
         page.get_by_role("tab", name="导览").first.click()
         page.click("#deck-walkthrough")
         page.wait_for_selector("#share-files-walkthrough a", timeout=120_000)

@@ -53,6 +53,18 @@ def test_the_cards_as_pictures_show_the_run_figures(lang):
         assert "苹" in chips
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_card_says_its_whole_definition_in_the_picture(lang):
+    """Issue 48 item 7: the TTFT card's definition was cut after seven lines in the exported PNG."""
+    from viz.html.cards import speed_figures
+    trace = recording(lang)
+    chart = speed_cards_chart(trace, lang).to_dict()
+    drawn = " ".join(str(row["text"]) for layer in chart["layer"][1:]
+                     for row in chart["datasets"][layer["data"]["name"]])
+    for name, _, definition, _ in speed_figures(trace, lang)[0]:
+        assert "".join(definition.split()) in "".join(drawn.split()), (name, definition)
+
+
 def test_wrap_keeps_words_and_breaks_chinese_by_character():
     assert wrap("one two three four", 10, 45) == ["one two", "three", "four"]
     lines = wrap("从发出请求到第一个token就绪", 10, 40)

@@ -27,7 +27,7 @@ from ui.host.gpu import ZERO_GPU, for_tokens, on_gpu, stop_cancels
 from ui.page.i18n import LANGS, t, text
 from ui.host import recordings
 from ui.host.recordings import prompt_of, recorded
-from ui.chapters.common import ENGINE, PRIVATE
+from ui.chapters.common import ENGINE, PRIVATE, stop_button, stop_wiring, while_running
 from ui.host.runs import STREAM_INTERVAL_S, KeptFiles, StopFlags, background
 from ui.page.plot import Plot
 
@@ -180,7 +180,7 @@ class ReasoningChapter:
         gr.Examples(EXAMPLES, inputs=self.prompt, label=t("examples"))
         with gr.Row():
             self.run = gr.Button(t("run_both"), variant="primary", elem_id="r-run")
-            self.stop = gr.Button(t("stop"), variant="stop", elem_id="r-stop")
+            self.stop = stop_button(t("stop"), "r-stop")      # clickable only while something runs
         first = recording_values("en")
         self.on_recording = gr.State(True)
         self.note = gr.Markdown(first[4], elem_id="r-note")
@@ -225,13 +225,13 @@ class ReasoningChapter:
 
     def wire(self) -> None:
         tab, lang = self.tab, self.lang
-        both = gr.on([self.run.click, self.prompt.submit], on_gpu(tab.stream_both, for_tokens((1, 2))),
+        both = gr.on([self.run.click, self.prompt.submit], while_running(on_gpu(tab.stream_both, for_tokens((1, 2)))),
                      [self.prompt, self.budget, self.answer_tokens, self.model_id, lang],
-                     [*self.compared, self.on_recording], **ENGINE, **PRIVATE)
-        evaluation = self.eval_btn.click(on_gpu(tab.run_eval, 900), [self.budgets, self.limit, self.model_id, lang],
-                                         [self.shown, self.eval_plot, self.eval_table, self.eval_file, self.eval_note],
-                                         **ENGINE, **PRIVATE)
-        self.stop.click(tab.stop, None, None, queue=False, **PRIVATE, **stop_cancels(both, evaluation))
+                     [*self.compared, self.on_recording, self.stop], **ENGINE, **PRIVATE)
+        evaluation = self.eval_btn.click(
+            while_running(on_gpu(tab.run_eval, 900)), [self.budgets, self.limit, self.model_id, lang],
+            [self.shown, self.eval_plot, self.eval_table, self.eval_file, self.eval_note, self.stop], **ENGINE, **PRIVATE)
+        stop_wiring(self.stop, tab.stop, [both, evaluation], **stop_cancels(both, evaluation))
         # the page's language became known or changed: the evaluation's chart and table follow it,
         # and so does the recorded comparison while it is on show
         lang.change(ReasoningTab.eval_views, [self.shown, lang], [self.eval_plot, self.eval_table], queue=False,

@@ -27,7 +27,7 @@ from ui.host.runs import TempFolder
 KEEP = 256                  # files kept for download; the oldest go first
 FOLDER = TempFolder("charts", KEEP)          # made by the first export, removed at exit
 # the HTML cards of a chapter, as pictures (drawn in pixels: not fitted to the slide)
-CARDS = {"tokens": ("token-chips", token_chips_chart), "speed": ("speed-cards", speed_cards_chart)}
+CARDS = {"tokens": ("chips", token_chips_chart), "speed": ("cards", speed_cards_chart)}   # files tokens-chips, speed-cards
 
 
 def write(name: str, chart, formats=("svg", "png"), fit: bool = True) -> list[str]:

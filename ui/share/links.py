@@ -275,8 +275,10 @@ class Share:
 
     def wire(self) -> None:
         ex, bar, wt_bar = self.explore, self.bar, self.wt_bar
+        # another chapter: the files made for the last one go (their list sat above every chapter's tabs)
         for tab in self.tabs:
-            tab.select(lambda chosen=tab.id: chosen, None, self.chapter, queue=False, **PRIVATE)
+            tab.select(lambda chosen=tab.id: (chosen, gr.update(value=None, visible=False)), None,
+                       [self.chapter, bar.files], queue=False, **PRIVATE)
         ex.output.click(lambda: "decode", None, self.chapter, queue=False, **PRIVATE)   # a token opens Decode
         # a link is written at once, not queued behind other visitors' runs in the default slots (the zh
         # walkthrough-link test once waited 30 s for one late in the suite)

@@ -16,16 +16,20 @@ def reasoning_html(trace: Trace | None, lang: str = "en") -> str:
     badge = label(f"thinking_{trace.reasoning}", lang) if trace.reasoning else label("mode_normal", lang)
     thinking = _prose([s for s in trace.steps if s.phase == "thinking"], lang)
     answer = _prose([s for s in trace.steps if s.phase == "answer"], lang)
-    n_thinking = sum(s.phase == "thinking" for s in trace.steps)
+    # the budget counts the thinking tokens the model chose, not the closing ones the engine inserts
+    n_thinking = sum(s.phase == "thinking" and not s.forced for s in trace.steps)
+    budget = trace.settings.thinking_budget
     caret = '<span class="tbt-caret"></span>' if trace.summary is None else ""
     parts = [f'<div class="tbt-badge">{esc(badge)}</div>']
     if trace.reasoning:
         parts.append(f'<details class="tbt-thinking" open><summary>'
-                     f'{esc(label("thinking_block", lang, n=n_thinking))}</summary>'
+                     f'{esc(label("thinking_block", lang, n=n_thinking, budget=budget))}</summary>'
                      f'<div class="tbt-prose">{thinking}{caret if not answer else ""}</div></details>')
     if answer or not trace.reasoning:
         parts.append(f'<div class="tbt-answer"><div class="tbt-block-label">{esc(label("answer_block", lang))}'
                      f'</div><div class="tbt-prose">{answer}{caret}</div></div>')
+    if trace.summary is not None and trace.summary.stop_reason == "max_tokens":   # cut, not finished
+        parts.append(f'<div class="tbt-note tbt-cut">{esc(label("answer_cut", lang, n=trace.settings.max_new_tokens))}</div>')
     if not trace.steps and trace.summary is None:
         parts.append(f'<div class="tbt-note">{esc(label("waiting", lang))}</div>')
     if any(s.forced for s in trace.steps):

@@ -93,7 +93,7 @@ def speed_cards_chart(trace: Trace, lang: str = "en", branch: Branch | None = No
         blocks = []
         for k, (name, value, definition, note) in enumerate(row):
             x = k * (card_w + gap)
-            lines = wrap(definition, 15, card_w - 2 * pad)[:7]
+            lines = wrap(definition, 15, card_w - 2 * pad)       # every line: the row grows to hold them
             blocks.append((x, name, value + (f" ({note})" if note else ""), lines))
         height = pad * 2 + 22 + 40 + 20 * max(len(b[3]) for b in blocks)
         for x, name, value, lines in blocks:
