@@ -9,6 +9,7 @@ from pathlib import Path
 import gradio as gr
 
 from engine.schema.branches import ROOT
+from engine.schema.specs import short_name
 from viz.fmt import device_name
 
 from ui.chapters.run import status_md
@@ -45,7 +46,7 @@ class TraceFile:
         def banner(path, trace, lang) -> str:
             """After the views are drawn (they write the run's status line): the file's name above it."""
             said = text("viewing_file", lang).format(
-                name=escape(Path(path).name), model=escape(trace.model.id), date=escape(trace.created[:10]),
+                name=escape(Path(path).name), model=escape(short_name(trace.model.id)), date=escape(trace.created[:10]),
                 device=escape(device_name(trace.model.device)))
             return f"{said}  \n{status_md(trace, lang)}"
         self.upload.upload(load, [self.upload, explore.lang], {explore.trace, explore.prompt, explore.tree, explore.branch},

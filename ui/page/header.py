@@ -13,6 +13,7 @@ from engine.environment import Limits
 from engine.schema.specs import short_name
 from engine.schema.trace import ModelInfo
 from engine.served import Endpoint
+from viz.fmt import device_name
 from viz.text.facts import fmt_count
 
 from ui.page.i18n import t, text
@@ -20,11 +21,18 @@ from ui.page.i18n import t, text
 PRESENTER_JS = "(on) => { document.body.classList.toggle('tbt-present', on); return on; }"
 
 
+# how the weights came, in words: the loader's names (engine/model/loading.py) -> the catalogue's
+QUANT_WORDS = {"gguf-q4_1 (dequantized)": "quant_gguf_q4_1", "bnb-int8": "quant_bnb_int8", "bnb-nf4": "quant_bnb_nf4"}
+
+
 def model_line(i: ModelInfo, lang: str) -> str:
-    quant = f" · {i.quantization}" if i.quantization else ""
+    """The technical line: the model's id and shape, how its weights came, what runs it, in words
+    (no loader names, "cpu" is CPU), the identifiers a developer looks up (float32, sdpa) as code."""
+    quant = f" · {text(QUANT_WORDS[i.quantization], lang) if i.quantization in QUANT_WORDS else i.quantization}" \
+        if i.quantization else ""
     return text("model_line", lang).format(
         id=i.id, arch=i.architecture, params=f"{i.parameters / 1e6:.0f}", layers=i.layers, heads=i.heads,
-        kv=i.kv_heads, quant=quant, dtype=i.dtype, device=i.device, attn=attention_used(i, lang))
+        kv=i.kv_heads, quant=quant, dtype=i.dtype, device=device_name(i.device), attn=attention_used(i, lang))
 
 
 def attention_used(i: ModelInfo, lang: str) -> str:
