@@ -20,6 +20,16 @@ BYTES_LABEL = ("datum.value >= 1099511627776 ? format(datum.value / 109951162777
                "format(datum.value / 1024, '~g') + ' KiB'")
 
 
+
+def two_lines(formula: str) -> list[str]:
+    """The KV formula's product on two lines, cut before its middle "×": in one line it was cut off
+    on a phone's column (issue 48: "… × 64 维 ···")."""
+    cuts = [i for i, c in enumerate(formula) if c == "×"]
+    if len(cuts) < 2:
+        return [formula]
+    at = cuts[len(cuts) // 2]
+    return [formula[:at].rstrip(), formula[at:]]
+
 def kv_growth_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
     """Bytes held by the KV cache after each step, measured, against 2·L·kv_heads·d·bytes·tokens."""
     steps = frames.steps_frame(trace)
@@ -37,9 +47,9 @@ def kv_growth_chart(trace: Trace, lang: str = "en") -> alt.LayerChart:
     ends = sorted({0, last} | ({m.kv_window_held} if m.kv_window_held and m.kv_window_held < last else set()))
     line = pd.DataFrame({"kv_tokens": ends, "value": [m.kv_bytes(t) / divisor for t in ends],
                          "source": formula})
-    title = alt.Title(label("kv_title_served" if trace.served else "kv_title", lang), subtitle=[label(
+    title = alt.Title(label("kv_title_served" if trace.served else "kv_title", lang), subtitle=two_lines(label(
         "kv_sub", lang, layers=m.layers, kv_heads=m.kv_heads, head_dim=m.head_dim,
-        bpv=m.bytes_per_value, per_token=fmt_bytes(per_token))] + sliding_note(m, lang) + (
+        bpv=m.bytes_per_value, per_token=fmt_bytes(per_token))) + sliding_note(m, lang) + (
         [label("kv_sub_served", lang, dtype=m.dtype)] if trace.served else []))
     x = alt.X("kv_tokens:Q", title=label("kv_tokens_axis", lang))
     y = alt.Y("value:Q", title=label("kv_bytes_axis", lang, unit=unit))
@@ -115,7 +125,7 @@ def projection_chart(rows: list[dict], lang: str = "en") -> alt.LayerChart:
         y=alt.Y("kv_bytes:Q", scale=alt.Scale(type="log"), axis=y_axis, stack=None),
         color=alt.Color("model:N", sort=models, title=label("model", lang),
                         legend=alt.Legend(orient="top", columns=when_narrow(1, 2),
-                                          labelLimit=when_narrow("containerSize()[0] - 70", 420))),
+                                          labelLimit=when_narrow("containerSize()[0] - 150", 420))),
         # ordinal and sorted: Vega-Lite 5 refuses opacity on an unsorted discrete field; one kind alone gets a
         # plain value (a one-value range came out of the page's Vega-Lite as [0.8, NaN]: bars with no opacity)
         opacity=alt.Opacity("kind:O", sort=kinds, title=label("source", lang),

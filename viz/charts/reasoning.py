@@ -10,7 +10,7 @@ from engine.schema.trace import Trace
 
 from viz.fmt import fmt_ms, fmt_rate, wrap_lines
 from viz.text.labels import label
-from viz.charts.theme import BLUE, GREY, INK, ORANGE, PURPLE, STACK_NARROW
+from viz.charts.theme import BLUE, GREY, INK, ORANGE, PURPLE, STACK_NARROW, when_narrow
 from viz.text import verdicts
 
 
@@ -52,7 +52,9 @@ def compare_timeline(normal: Trace, reasoning: Trace, lang: str = "en") -> alt.L
     y = alt.Y("lane:N", sort=lanes, title=None)
     # bars fill the lower half of each lane; the "first answer token" label sits in the upper half
     bars = alt.Chart(pd.DataFrame(rows)).mark_bar(height={"band": 0.45}, yOffset=6).encode(
-        x=alt.X("start:Q", title=label("ms_axis", lang), axis=alt.Axis(format="d")), x2="end:Q", y=y,
+        # a phone's column has room for fewer labels (they ran together: "10001500 20002500")
+        x=alt.X("start:Q", title=label("ms_axis", lang),
+                axis=alt.Axis(format="d", labelOverlap=True, tickCount=when_narrow(4, 8))), x2="end:Q", y=y,
         color=alt.Color("phase:N", scale=scale, title=label("phase", lang), legend=alt.Legend(orient="top", columns=STACK_NARROW)),
         tooltip=[alt.Tooltip("step:N", title=label("step", lang)), alt.Tooltip("token:N", title=label("token", lang)),
                  alt.Tooltip("end:Q", title=label("ends_at", lang), format=".0f")])

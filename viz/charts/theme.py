@@ -34,7 +34,8 @@ COMPOSED = ("hconcat", "vconcat", "concat", "facet", "repeat")
 def when_narrow(narrow, wide) -> alt.ExprRef:
     """A chart setting that takes `narrow` in a box narrower than NARROW_BOX and `wide` elsewhere
     (either a number or a Vega expression); with no box (a file made from the chart) it is `wide`."""
-    return alt.ExprRef(f"containerSize()[0] < {NARROW_BOX} ? {narrow} : {wide}")
+    # a box of no width (a chart drawn while its chapter is hidden) is no box: the wide setting
+    return alt.ExprRef(f"containerSize()[0] > 0 && containerSize()[0] < {NARROW_BOX} ? {narrow} : {wide}")
 
 
 # a legend above or below a chart (one row of entries) stacks them in one column in a box narrower
