@@ -74,7 +74,11 @@ def _phase(engine, timing: dict, dims: Dims, tokens: int, keys: int, extra: dict
     return {"tokens": tokens, "keys": keys, "forward_ms": timing["plain_ms"], "hooked_ms": timing["hooked_ms"],
             "overhead_ms": timing["hooked_ms"] - timing["plain_ms"], "ops_sum_ms": sum(in_pass),
             "plain_runs": timing["plain_runs"], "hooked_runs": timing["hooked_runs"], "warmup_ms": timing.get("warmup_ms"),
-            "predicted_ms": sum(r["predicted_ms"] or 0.0 for r in rows), "rows": rows, "ops": ops}
+            "predicted_ms": sum(r["predicted_ms"] or 0.0 for r in rows), "rows": rows, "ops": ops,
+            # how often each timed module ran in the pass shown ("layer.name"; the model's own: "name"):
+            # a module called from outside the pass (another visitor's lens) would show here
+            "module_calls": {".".join(str(k) for k in key if k is not None): n
+                             for key, n in sorted(timing["calls"].items(), key=str)}}
 
 
 def own_plan(model) -> tuple[list, bool]:
