@@ -24,6 +24,7 @@ from contextlib import contextmanager, nullcontext
 
 import torch
 
+from engine.host.house import HOUSE
 from engine.model.hooks import final_norm
 from engine.profile.plan import layer_plans
 
@@ -113,7 +114,7 @@ def time_pass(model, reset, run_pass, repeats: int, lock) -> dict:
     layers = len(plans)
 
     def one(timers: Timers | None) -> tuple[float, object]:
-        with lock, (timed_modules(model, timers) if timers is not None else nullcontext()):
+        with lock, HOUSE.visitor_pass(), (timed_modules(model, timers) if timers is not None else nullcontext()):
             reset()
             _sync(device)
             start = time.perf_counter_ns()
