@@ -146,8 +146,8 @@ def share_dir() -> Path:
 
 def backroom_turn() -> tuple[float, float]:
     """TBT_BACKROOM_HOLD_S / TBT_BACKROOM_TURN_S: while visitors' runs never stop, a back-room job
-    stands still at most HOLD seconds (4), then has the machine for TURN seconds (2): a third of it."""
-    return max(0.5, number("TBT_BACKROOM_HOLD_S", 4.0)), max(0.1, number("TBT_BACKROOM_TURN_S", 2.0))
+    stands still at most HOLD seconds (6), then has the machine for TURN seconds (4): 40 % of it."""
+    return max(0.5, number("TBT_BACKROOM_HOLD_S", 6.0)), max(0.1, number("TBT_BACKROOM_TURN_S", 4.0))
 
 
 def backroom_deadline_s() -> float:

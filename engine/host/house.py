@@ -11,10 +11,11 @@ called by every run of the engine and of a served model) decide when a job may u
   read by engine/model/clock.py), so what a lab experiment times is still its own work alone.
 - A turn: while visitors' runs never stop (two clients back to back), a stopped job would never
   end, and its lab or floor group would hold every visitor after it. So a job that has stood still
-  HOLD seconds (TBT_BACKROOM_HOLD_S, 4) gets the machine for TURN seconds (TBT_BACKROOM_TURN_S, 2):
+  HOLD seconds (TBT_BACKROOM_HOLD_S, 6) gets the machine for TURN seconds (TBT_BACKROOM_TURN_S, 4):
   visitors' next passes wait at `visitor_pass` (the passes in flight end first), the job is
-  continued, then stopped again. A third of the machine at most while runs keep coming; a run
-  waits a turn at most, and says so in its step's wait time. The job measures alone in its turn.
+  continued, then stopped again: 40 % of the machine while runs keep coming (a run alone that is
+  shorter than HOLD never meets a turn). A run waits one turn at most, and says so in its step's
+  wait time. The job measures alone in its turn.
 - A job in this process (the load sweep's streams) cannot be stopped from outside: it is told.
   `interrupted` is set while visitors run; the sweep drops the wave in flight, waits for
   `quiet()` and measures that wave again.
