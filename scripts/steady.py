@@ -109,10 +109,10 @@ def run_job(url: str, elem_id: str, limit_s: float | None, overrides: dict | Non
             return {"finished": False, "seconds": round(time.monotonic() - start, 1), "given_up": True}
         time.sleep(0.5)
     try:
-        out = job.result()
+        job.result()
     except Exception as exc:                     # a refusal (gr.Error) or a failed job
         return {"finished": False, "seconds": round(time.monotonic() - start, 1), "error": str(exc)[:300]}
-    return {"finished": True, "seconds": round(time.monotonic() - start, 1), "note": str(out[3] if len(out) > 3 else "")[:200]}
+    return {"finished": True, "seconds": round(time.monotonic() - start, 1)}
 
 
 def said(what: str, value) -> None:
