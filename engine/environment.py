@@ -144,6 +144,18 @@ def share_dir() -> Path:
     return Path(os.environ.get("TBT_SHARE_DIR") or user_cache() / "shared-runs")
 
 
+def backroom_turn() -> tuple[float, float]:
+    """TBT_BACKROOM_HOLD_S / TBT_BACKROOM_TURN_S: while visitors' runs never stop, a back-room job
+    stands still at most HOLD seconds (6), then has the machine for TURN seconds (4): 40 % of it."""
+    return max(0.5, number("TBT_BACKROOM_HOLD_S", 6.0)), max(0.1, number("TBT_BACKROOM_TURN_S", 4.0))
+
+
+def backroom_deadline_s() -> float:
+    """TBT_BACKROOM_DEADLINE_S: a visitor's back-room job (lab, floor, evaluation) still going after
+    this many seconds of wall time is ended, and its visitor told (1800)."""
+    return max(10.0, number("TBT_BACKROOM_DEADLINE_S", 1800.0))
+
+
 def pause_ledger() -> str:
     """TBT_PAUSE_LEDGER: set by the server for a back-room child (engine/host/backroom.py)."""
     return text("TBT_PAUSE_LEDGER")

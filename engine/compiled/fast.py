@@ -153,11 +153,12 @@ class FastPath:
                     (not meta.get("final", True) and path.exists()):     # build it, or time it again
                 self._state[bucket] = "building"
                 meta = backroom.call("compile", f"the decode step, {bucket}-token static cache", "engine.compiled.fast:build_job",
-                                     {"bucket": bucket}, model=self.model_id)
+                                     {"bucket": bucket}, model=self.model_id, deadline_s=2 * BUILD_WAIT_S)
                 meta.pop("path", None)
-            # a load holds the interpreter for ~0.5 s in all: not while a visitor's run is in progress
-            HOUSE.quiet()
-            with HOUSE.job("compile", "loading the compiled decode step", holds_s=0.6):
+            # a load holds the interpreter for ~0.5 s in all: when no visitor's run is in progress, or,
+            # if runs keep coming, in a turn of its own (their passes wait: the most a run waits for it)
+            HOUSE.quiet(timeout=HOUSE.hold_s)
+            with HOUSE.turn(), HOUSE.job("compile", "loading the compiled decode step", holds_s=0.6):
                 self._use(bucket, path, meta)
         except Exception as exc:
             self._failed(bucket, exc)
@@ -185,8 +186,10 @@ class FastPath:
         return aoti.static_cache(self.config, bucket, cache)
 
     def step(self, variant: str, token: int, position: int, cache: StaticCache) -> Step:
-        """One compiled decode step, on the main thread; the caller holds the engine's lock."""
-        return MAIN.run(self._step, variant, token, position, cache)
+        """One compiled decode step, on the main thread; the caller holds the engine's lock. Like an
+        eager pass it waits while a back-room job has its turn (engine/host/house.py)."""
+        with HOUSE.visitor_pass():
+            return MAIN.run(self._step, variant, token, position, cache)
 
     def _step(self, variant: str, token: int, position: int, cache: StaticCache) -> Step:
         ids = torch.tensor([[token]], device=self.device)

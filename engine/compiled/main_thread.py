@@ -8,11 +8,28 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager, nullcontext
 
 # A compiled step takes tens of milliseconds; a worker waits this long for the main thread at most.
 STEP_WAIT_S = 60.0
+# Jobs waiting for the main thread at most: each run waits for its one step, so the queue holds one
+# job per run in progress (the host's TBT_CONCURRENCY, 2 by default); a worker that finds it full
+# waits for room as it would for its step, then gives up the same way.
+MAX_JOBS = 16
+
+
+class Abandoned(Exception):
+    """A step's caller gave up waiting before the step committed its result: it commits nothing."""
+
+
+class _Job:
+    def __init__(self, fn, args):
+        self.fn, self.args, self.done = fn, args, Future()
+        self.gate = threading.Lock()      # held while the job commits, and by the caller giving up
+        self.wanted, self.committed = True, False
 
 
 class MainThread:
@@ -29,28 +46,52 @@ class MainThread:
     do as well was not measured.
     """
 
-    def __init__(self):
-        self.jobs: queue.Queue = queue.Queue()
+    def __init__(self, max_jobs: int = MAX_JOBS):
+        self.jobs: queue.Queue = queue.Queue(maxsize=max_jobs)
         self.serving = False
+        self._current: _Job | None = None     # the job the main thread runs now (None: none, or a direct call)
 
     def here(self) -> bool:
         """Can the calling thread run compiled steps (it is the main thread, or the main thread serves)?"""
         return self.serving or threading.current_thread() is threading.main_thread()
 
     def run(self, fn, *args, timeout_s: float = STEP_WAIT_S):
-        """`fn(*args)` on the main thread; TimeoutError if it has not answered in `timeout_s` (a job
-        not started by then is dropped: its run goes on without it)."""
+        """`fn(*args)` on the main thread; TimeoutError if it has not answered in `timeout_s`. A job
+        not started by then is dropped; one that has started commits nothing after it (`committing`),
+        so a step its run gave up on never reaches that run's trace."""
         if threading.current_thread() is threading.main_thread():
             return fn(*args)
         if not self.serving:
             raise RuntimeError("compiled steps run on the main thread, which is not serving them")
-        done: Future = Future()
-        self.jobs.put((fn, args, done))
+        job, deadline = _Job(fn, args), time.monotonic() + timeout_s
         try:
-            return done.result(timeout=timeout_s)
-        except FutureTimeout:
-            done.cancel()                 # not started yet: the main thread skips it
+            self.jobs.put(job, timeout=timeout_s)
+            return job.done.result(timeout=max(0.0, deadline - time.monotonic()))
+        except (queue.Full, FutureTimeout):
+            if job.gate.acquire(timeout=timeout_s):     # a job committing now finishes first; then none does
+                job.wanted = False
+                job.gate.release()
+            if job.committed:             # it committed while we gave up: its result stands (it is returning)
+                return job.done.result(timeout=timeout_s)
+            job.done.cancel()             # not started yet: the main thread skips it
             raise TimeoutError(f"the main thread did not run a compiled step within {timeout_s:.0f} s") from None
+
+    def committing(self):
+        """Around the part of a job that writes what its caller keeps (a step into the trace): on
+        the main thread, inside a job whose caller still waits, it holds the job's gate; if the
+        caller has given up it raises Abandoned instead. Anywhere else (a direct call, a worker
+        thread's eager step) it does nothing."""
+        job = self._current if threading.current_thread() is threading.main_thread() else None
+        return nullcontext() if job is None else self._gate(job)
+
+    @staticmethod
+    @contextmanager
+    def _gate(job: _Job):
+        with job.gate:
+            if not job.wanted:
+                raise Abandoned("the step's caller gave up waiting")
+            yield
+            job.committed = True
 
     def serve(self, stop: threading.Event | None = None) -> None:
         """Run jobs until `stop` is set (or Ctrl-C); the app's main thread, after launch."""
@@ -59,14 +100,17 @@ class MainThread:
         try:
             while stop is None or not stop.is_set():
                 try:
-                    fn, args, done = self.jobs.get(timeout=0.5)
+                    job = self.jobs.get(timeout=0.5)
                 except queue.Empty:
                     continue
-                if done.set_running_or_notify_cancel():
+                if job.done.set_running_or_notify_cancel():
+                    self._current = job
                     try:
-                        done.set_result(fn(*args))
-                    except BaseException as exc:      # handed to the waiting run
-                        done.set_exception(exc)
+                        job.done.set_result(job.fn(*job.args))
+                    except BaseException as exc:      # handed to the waiting run (if it still waits)
+                        job.done.set_exception(exc)
+                    finally:
+                        self._current = None
         finally:
             self.serving = False
 

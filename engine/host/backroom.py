@@ -28,12 +28,15 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
+from engine import environment
 from engine.errors import EngineError
 from engine.host.house import HOUSE
 
 CHILD_EXIT_S = 30.0    # a child that closed its output (or was killed) is waited for this long
+LINES_KEPT = 1024      # the child's lines read and not yet handled (progress, then one answer)
 ROOT = Path(__file__).resolve().parents[2]     # the repository: `python -m engine.host.job` runs there
 _children: set[subprocess.Popen] = set()
 _children_lock = threading.Lock()
@@ -44,7 +47,10 @@ class BackroomError(EngineError):
 
 
 def call(kind: str, what: str, target: str, kwargs: dict | None = None, model: str | None = None,
-         progress=None, cancel: threading.Event | None = None):
+         progress=None, cancel: threading.Event | None = None, deadline_s: float | None = None):
+    """The job's result; past `deadline_s` of wall time (TBT_BACKROOM_DEADLINE_S unless given) the
+    child is ended and an EngineError tells the visitor (its turns make that rare: house.py)."""
+    deadline = time.monotonic() + (environment.backroom_deadline_s() if deadline_s is None else deadline_s)
     spec = {"target": target, "kwargs": kwargs or {}, "model": model}
     env = dict(os.environ, TBT_PAUSE_LEDGER=HOUSE.ledger.path, PYTHONUNBUFFERED="1")
     # libgomp's defaults (spin ~3 ms, then sleep): only the job's main thread runs torch, so its
@@ -55,7 +61,7 @@ def call(kind: str, what: str, target: str, kwargs: dict | None = None, model: s
                             stdout=subprocess.PIPE, process_group=0, text=True, encoding="utf-8")
     with _children_lock:
         _children.add(proc)
-    lines: queue.Queue = queue.Queue()
+    lines: queue.Queue = queue.Queue(maxsize=LINES_KEPT)   # full: the reader (and the child's pipe) waits
     reader = threading.Thread(target=_read, args=(proc.stdout, lines), daemon=True, name="tbt-backroom-read")
     reader.start()
     paused_before = HOUSE.ledger.paused_ns()
@@ -69,6 +75,10 @@ def call(kind: str, what: str, target: str, kwargs: dict | None = None, model: s
                 if cancel is not None and cancel.is_set() and not asked_to_stop:
                     asked_to_stop = True
                     _signal(proc, signal.SIGTERM)     # delivered when it next runs; it returns what it has
+                if time.monotonic() > deadline:        # the finally below ends the child
+                    minutes = max(1, round((time.monotonic() - job.started) / 60))
+                    raise EngineError(f"the {kind} job did not finish within {minutes} minutes on this busy "
+                                      "server; try again later", "backroom_deadline", minutes=minutes)
                 try:
                     line = lines.get(timeout=0.25)
                 except queue.Empty:
@@ -108,10 +118,14 @@ def call(kind: str, what: str, target: str, kwargs: dict | None = None, model: s
 
 
 def _read(stream, lines: queue.Queue) -> None:
-    for line in stream:
-        if line.strip():
-            lines.put(line)
-    lines.put(None)
+    """The child's lines into `lines`; a reader whose caller has gone (nobody takes them) gives up."""
+    try:
+        for line in stream:
+            if line.strip():
+                lines.put(line, timeout=CHILD_EXIT_S)
+        lines.put(None, timeout=CHILD_EXIT_S)
+    except queue.Full:
+        pass
 
 
 def _signal(proc: subprocess.Popen, sig: int) -> None:

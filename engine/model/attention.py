@@ -31,7 +31,14 @@ _registered = threading.Lock()
 
 def register() -> None:
     """Add the function (and SDPA's mask builder, without which a custom name silently gets no
-    causal mask) to transformers' process-wide tables. Idempotent."""
+    causal mask) to transformers' process-wide tables. Idempotent.
+
+    Process-wide, and still safe for concurrent visitors: the name is fixed and always maps to the
+    same two module-level functions, so a second registration (another engine, another visitor's
+    model) writes what is already there; a pass looks the name up in a dict, which a write under
+    the GIL never leaves half-done; and the functions keep no state of their own: what one pass
+    asks for travels in that pass's keyword arguments (KWARG). Nothing a visitor does changes the
+    table."""
     with _registered:
         AttentionInterface.register(NAME, attention_forward)
         AttentionMaskInterface.register(NAME, sdpa_mask)

@@ -1,7 +1,7 @@
 """Wall-clock reads that measure work, not kernel launches, nor the time a job stood still.
 
 A back-room job (engine/host/backroom.py) is stopped by signal while a visitor's run is in progress;
-its process finds the pause ledger in TBT_PAUSE_LEDGER (engine/house.Ledger) and every clock read
+its process finds the pause ledger in TBT_PAUSE_LEDGER (engine/host/ledger.Ledger) and every clock read
 here leaves the paused time out, so what a lab experiment times is its own work alone. Elsewhere
 the ledger is absent and these are plain monotonic reads.
 """
@@ -14,7 +14,7 @@ from engine import environment
 
 _LEDGER = None
 if environment.pause_ledger():
-    from engine.host.house import Ledger
+    from engine.host.ledger import Ledger
     try:
         _LEDGER = Ledger(environment.pause_ledger())
     except OSError:                  # the server has gone; the job's watchdog ends it soon

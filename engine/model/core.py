@@ -173,9 +173,10 @@ class Engine:
         sequence when `cache` is None and nothing is reused).
         """
         assert input_ids.dim() == 2 and input_ids.shape[0] == 1, input_ids.shape
-        # time spent waiting here for the lock (another run's pass, the lab) is not measured apart:
-        # the run counts it in the step's wait_ms, the rest of its wall time once model and watching are out
-        with self.lock, torch.inference_mode():
+        # time spent waiting here for the lock (another run's pass, the lab) or for a back-room job's
+        # turn (engine/host/house.py) is not measured apart: the run counts it in the step's wait_ms,
+        # the rest of its wall time once model and watching are out
+        with self.lock, HOUSE.visitor_pass(), torch.inference_mode():
             eager = capture.attention and self.capture_via == "eager-hooks"
             extra = {attention.KWARG: capture} if capture.attention and not eager else {}
             with switched_kernel(self.model, "eager" if eager else None), \

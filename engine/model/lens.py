@@ -62,11 +62,16 @@ def hidden_array(hidden: Hidden) -> np.ndarray:
 
 def top_guesses(engine, hidden: torch.Tensor) -> tuple[list[int], torch.Tensor]:
     """hidden: [n, hidden_size] states -> each one's top token through the final norm and the LM head,
-    and that token's probability (float32 tensor [n])."""
+    and that token's probability (float32 tensor [n]).
+
+    The norm and a quantized head run through their `forward`, not as a call of the module: a call
+    runs the module's hooks, and the hooks on a shared model belong to whichever pass holds the
+    engine's lock (another visitor's profile times the final norm). The lens is arithmetic on the
+    modules' weights, not a pass; it runs without the lock, so it must not meet a pass's hooks."""
     head, norm = engine.model.get_output_embeddings(), final_norm(engine.model)
     at = head.weight.device           # a sharded model (device_map="auto") spreads layers over GPUs
     dtype = next(norm.parameters(), head.weight).dtype
-    normed = norm(hidden.to(next(norm.parameters(), head.weight).device, dtype)).to(at)
+    normed = norm.forward(hidden.to(next(norm.parameters(), head.weight).device, dtype)).to(at)
     # [vocab, hidden] @ [hidden, n]: MKL runs this orientation of a thin matmul 2-3x faster on
     # the CPU than the [n, hidden] @ [hidden, vocab] one.
     if head.weight.is_floating_point():
@@ -74,7 +79,7 @@ def top_guesses(engine, hidden: torch.Tensor) -> tuple[list[int], torch.Tensor]:
         if getattr(head, "bias", None) is not None:
             logits = logits + head.bias.float()[:, None]
     else:                             # a quantized head: let its own module do the matmul
-        logits = head(normed).float().T
+        logits = head.forward(normed).float().T
     logits = final_logits(engine.model, logits)
     top, ids = logits.max(dim=0)
     return ids.tolist(), torch.exp(top - torch.logsumexp(logits, dim=0))   # softmax of the top guess alone

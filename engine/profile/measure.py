@@ -24,6 +24,7 @@ from contextlib import contextmanager, nullcontext
 
 import torch
 
+from engine.host.house import HOUSE
 from engine.model.hooks import final_norm
 from engine.profile.plan import layer_plans
 
@@ -39,6 +40,7 @@ class Timers:
 
     def __init__(self, device: torch.device):
         self.device, self.ms, self._start = device, defaultdict(float), {}
+        self.calls = defaultdict(int)        # how often each module ran in the pass (a check: see run.py)
 
     def pre(self, key):
         def hook(_module, _args):
@@ -50,6 +52,7 @@ class Timers:
         def hook(_module, _args, _output):
             _sync(self.device)
             self.ms[key] += (time.perf_counter_ns() - self._start.pop(key)) / 1e6
+            self.calls[key] += 1
         return hook
 
 
@@ -111,7 +114,7 @@ def time_pass(model, reset, run_pass, repeats: int, lock) -> dict:
     layers = len(plans)
 
     def one(timers: Timers | None) -> tuple[float, object]:
-        with lock, (timed_modules(model, timers) if timers is not None else nullcontext()):
+        with lock, HOUSE.visitor_pass(), (timed_modules(model, timers) if timers is not None else nullcontext()):
             reset()
             _sync(device)
             start = time.perf_counter_ns()
@@ -120,7 +123,7 @@ def time_pass(model, reset, run_pass, repeats: int, lock) -> dict:
             return (time.perf_counter_ns() - start) / 1e6, out
 
     warmup_ms, _ = one(None)                           # warm-up: first calls pay one-off costs (kept, said)
-    plain, hooked, ops = [], [], defaultdict(list)
+    plain, hooked, ops, calls = [], [], defaultdict(list), []
     for _ in range(repeats):
         ms, out = one(None)
         plain.append(ms)
@@ -129,9 +132,10 @@ def time_pass(model, reset, run_pass, repeats: int, lock) -> dict:
         hooked.append(ms)
         for key, value in per_op(timers, ms, plans).items():
             ops[key].append(value)
+        calls.append(dict(timers.calls))
     # The ops are those of the median hooked pass, so they add up to the pass shown beside them (medians
     # taken op by op do not: on a busy host they drifted 10 % from the median pass).
     middle = hooked.index(statistics.median_low(hooked))
     return {"plain_ms": statistics.median(plain), "hooked_ms": hooked[middle], "plain_runs": plain,
             "hooked_runs": hooked, "warmup_ms": warmup_ms, "ops": {key: v[middle] for key, v in ops.items()},
-            "output": out}
+            "calls": calls[middle], "output": out}

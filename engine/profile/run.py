@@ -31,6 +31,23 @@ from engine.schema.specs import dtype_bytes
 from engine.schema.trace import Trace
 
 REPEATS = 3                      # hooked and plain passes each, alternating (median reported)
+FREE_MS = 1500.0                 # an automatic replay estimated under this runs whatever the run cost
+
+
+def replay_ms(trace: Trace, repeats: int, step: int | None = None) -> float:
+    """What replaying `trace` would cost, estimated from its own passes: for the prefill and the
+    decode step, a warm-up and `repeats` plain and hooked passes each, and the prefix's pass."""
+    step = len(trace.steps) // 2 if step is None else step
+    prefill, decode = trace.prefill.ms if trace.prefill else 0.0, trace.steps[step].forward_ms
+    return (1 + 2 * repeats) * (prefill + decode) + prefill
+
+
+def affordable_repeats(trace: Trace, most: int = REPEATS) -> int:
+    """How many timed passes of each the automatic profile after a run may take: the most (up to
+    `most`) whose replay costs no more than the run's own model time, or FREE_MS; 0: not even one
+    (an 8B model's long prompt and a short answer): the visitor profiles it on demand (the button)."""
+    budget = max(sum(s.ms for s in trace.steps), FREE_MS)
+    return next((r for r in range(most, 0, -1) if replay_ms(trace, r) <= budget), 0)
 
 
 def machine(engine) -> dict:
@@ -74,7 +91,11 @@ def _phase(engine, timing: dict, dims: Dims, tokens: int, keys: int, extra: dict
     return {"tokens": tokens, "keys": keys, "forward_ms": timing["plain_ms"], "hooked_ms": timing["hooked_ms"],
             "overhead_ms": timing["hooked_ms"] - timing["plain_ms"], "ops_sum_ms": sum(in_pass),
             "plain_runs": timing["plain_runs"], "hooked_runs": timing["hooked_runs"], "warmup_ms": timing.get("warmup_ms"),
-            "predicted_ms": sum(r["predicted_ms"] or 0.0 for r in rows), "rows": rows, "ops": ops}
+            "predicted_ms": sum(r["predicted_ms"] or 0.0 for r in rows), "rows": rows, "ops": ops,
+            # how often each timed module ran in the pass shown ("layer.name"; the model's own: "name"):
+            # a module called from outside the pass (another visitor's lens) would show here
+            "module_calls": {".".join(str(k) for k in key if k is not None): n
+                             for key, n in sorted(timing["calls"].items(), key=str)}}
 
 
 def own_plan(model) -> tuple[list, bool]:

@@ -180,8 +180,8 @@ class Run:
         picked_from = now_ms(self.engine.device)
         token, logp_final = self.pick(out.logits)
         sampled = now_ms(self.engine.device)            # the model's part of this step ends here
-        seen = self.observe(out, capture, token, logp_final)
-        self.record(seen, self.clocks(out, picked_from, sampled))
+        with MAIN.committing():        # a compiled step its run gave up waiting for stops here, unrecorded
+            self.record(self.observe(out, capture, token, logp_final), self.clocks(out, picked_from, sampled))
         return self.stop(token)
 
     def pick(self, logits: torch.Tensor) -> tuple[int, torch.Tensor | None]:

@@ -89,3 +89,40 @@ def test_errors_and_stop_reach_the_caller():
     assert result["cancelled"] is True
     with pytest.raises(backroom.BackroomError, match="ModuleNotFoundError"):
         backroom.call("lab", "test", "no_such_module:fn")
+
+
+def test_a_job_gets_turns_while_visitors_never_stop():
+    """Runs back to back (one always in progress) no longer stop a job for good: after `hold_s` it
+    has the machine for `turn_s`, visitors' passes waiting meanwhile; then it stands still again."""
+    import subprocess
+    import sys
+    house = House(hold_s=0.3, turn_s=0.3)
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"], process_group=0)
+    cpu = lambda: sum(psutil.Process(proc.pid).cpu_times()[:2])   # noqa: E731
+    entered_in_turn: list = []
+    try:
+        with house.visitor_run():          # a visitor's run in progress for the whole test
+            job = house.add(Job("lab", "spin", pgid=proc.pid))
+            assert job.paused
+            before = cpu()
+            wait_until(lambda: job.turns >= 2, 30, "two turns of the job")
+            for _ in range(20):            # the visitor's passes meanwhile: none inside a turn
+                with house.visitor_pass():
+                    entered_in_turn.append(house.turn_on)
+            wait_until(lambda: job.paused and not house.turn_on, 30, "the job standing still after its turn")
+            assert cpu() > before          # it did work while a visitor's run was in progress
+            assert house.describe()["jobs"][0]["turns"] >= 2
+        assert not any(entered_in_turn)
+        wait_until(lambda: not job.paused, 5, "the job running once the visitor left")
+    finally:
+        house.remove(job)
+        proc.kill()
+        proc.wait()
+
+
+def test_a_job_past_its_deadline_is_ended_and_its_visitor_told():
+    with HOUSE.visitor_run():              # visitors keep coming; the job gets only its turns
+        with pytest.raises(EngineError, match="did not finish") as caught:
+            backroom.call("lab", "test", f"{TARGET}:busy", {"seconds": 600.0}, deadline_s=1.0)
+    assert caught.value.key == "backroom_deadline"
+    assert not HOUSE.jobs

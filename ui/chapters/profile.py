@@ -3,7 +3,9 @@
 The profile is measured after the run, never during it (engine/profile/run.py replays the run's
 prefill and one decode step with timers): the chapters are drawn first, then this panel's event, in
 the page's "engine" concurrency group, writes the download with its logit lens (engine/model/lens.py)
-and measures the profile. Before any run the panel shows the walkthrough recording's profile
+and measures the profile, with no more timed passes than the run's own cost affords
+(run.affordable_repeats); a run whose replay would cost more than the run itself is profiled on
+demand (the button), and the note says so. Before any run the panel shows the walkthrough recording's profile
 (assets/profile/, made by `make traces`), labelled as recorded, so the charts are never empty.
 """
 
@@ -31,10 +33,10 @@ from ui.page.plot import Plot
 GPU_SECONDS = 60
 
 
-def measure_profile(engine, trace: Trace, step: int | None) -> dict:
+def measure_profile(engine, trace: Trace, step: int | None, repeats: int | None = None) -> dict:
     """The profile of `trace` (engine/profile) with its projection onto the roofline's GPUs and models."""
     run, project, ops = (torch_side(f"engine.profile.{m}") for m in ("run", "project", "ops"))
-    result = run.profile_trace(engine, trace, step)
+    result = run.profile_trace(engine, trace, step, **({"repeats": repeats} if repeats else {}))
     result["projection"] = project.projection(ops.Dims.of_config(engine.model.config), engine.info.id,
                                               result["phases"]["prefill"]["tokens"], result["phases"]["decode"]["keys"])
     return result
@@ -48,6 +50,7 @@ def note_md(profile: dict, lang: str, recording: bool) -> str:
         prompt=escape(profile["prompt"][:80]), k=profile["decode_step"], n=profile["steps"],
         device=escape(device_name(profile["device"])), threads=profile["threads"],
         date=escape(profile.get("measured", profile["created"])[:10]), run_date=escape(profile["created"][:10]),
+        repeats=profile.get("repeats", 3),
         path=text(f"profile_path_{profile['run_decode_path']}", lang)) + (f"\n\n{gaps}" if gaps else "")
 
 
@@ -99,8 +102,14 @@ class ProfilePanel:
         engine = self.models.of_trace(trace) if trace is not None else None
         if engine is None or trace.model.source == "served" or len(trace.steps) < 2:
             return [download, *[gr.skip()] * len(self.outputs)]
+        run = torch_side("engine.profile.run")
+        repeats = run.affordable_repeats(trace)
+        if not repeats:                   # its replay would cost more than the run: on demand only
+            said = text("profile_skipped", lang).format(replay=f"{run.replay_ms(trace, 1) / 1000:.1f}",
+                                                        run=f"{sum(s.ms for s in trace.steps) / 1000:.1f}")
+            return [download, gr.skip(), said, *[gr.skip()] * 3]
         try:
-            profile = measure_profile(engine, trace, None)
+            profile = measure_profile(engine, trace, None, repeats)
         except EngineError as exc:
             raise refused(exc, lang) from None
         return [download, profile, *self.views(profile, lang)]
