@@ -57,7 +57,8 @@ class Walkthrough:
         example = traces["next"]
         if live:
             lab = recordings.lab()
-            source = text("wt_live", lang).format(date=str((lab or {}).get("created", "?"))[:10], lab_step=LAB_STEP + 1)
+            # presenter mode: one line (two pushed step 4 past a projector's 720 px)
+            source = text("wt_live_present" if present else "wt_live", lang).format(date=str((lab or {}).get("created", "?"))[:10], lab_step=LAB_STEP + 1)
         else:
             source = text("wt_recorded", lang).format(date=example.created[:10], device=device_name(example.model.device))
         return [source, *(view for i in range(len(STEPS)) for view in self.step_views(i, traces, lang, present))]
