@@ -129,3 +129,12 @@ def test_a_refusal_is_one_plain_sentence_in_each_language(model, values):
         assert not {n for n in names if "_" in n}, (said, names)            # no field name with its underscore
     zh = message(exc, "zh")
     assert re.search(r"[\u4e00-\u9fff]", zh) and zh.endswith("。") and zh.count("。") == 1, zh
+
+
+def test_an_endpoint_with_its_own_lang_argument_is_checked():
+    """The export endpoint takes a `lang` of its own (the chart's language) beside the caller's: the
+    check took both as one argument and every /export call failed with a TypeError."""
+    from engine.run.protocol import ExportArgs
+    from ui.api.args import arguments
+    a = arguments(ExportArgs, "zh", chart="timeline", format="png", lang="en", step=-1, layer=-1, head=-1)
+    assert a.lang == "en" and a.chart == "timeline"

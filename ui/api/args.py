@@ -25,13 +25,14 @@ D = Settings()            # every run setting defaults to the engine's own defau
 ENGINE = {"concurrency_limit": ENGINE_CONCURRENCY, "concurrency_id": "engine"}
 
 
-def arguments(kind, lang: str, limits: Limits | None = None, **values):
+def arguments(kind, said: str, limits: Limits | None = None, /, **values):
     """The caller's arguments as the endpoint's request model `kind` (engine/run/protocol.py), or the
-    refusal of the first wrong one, in the caller's language."""
+    refusal of the first wrong one, in the caller's language `said` (positional only: an endpoint's
+    own `lang` argument, the export's, is one of `values`)."""
     try:
         return checked(kind, values, limits)
     except EngineError as exc:
-        raise refused(exc, lang) from None
+        raise refused(exc, said) from None
 
 
 def lang_of_caller(request: gr.Request | None) -> str:
