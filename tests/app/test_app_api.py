@@ -108,15 +108,14 @@ def test_a_cancelled_trace_call_stops_its_run(client):
 
 def test_a_script_flooding_trace_does_not_keep_another_client_waiting(app_url, client):
     """One client, one run: a flood from one session is refused beyond its first call, so the
-    engine's other slot stays free and another client's run starts at once."""
-    import time
+    engine's other slot stays free and another client's run starts at once: it is done while the
+    flood's run (400 tokens, begun before it) is still going, not after it."""
     flood = Client(app_url, verbose=False)
     jobs = [flood.submit(prompt="Count from one to one thousand.", max_new_tokens=400, api_name="/trace")
             for _ in range(6)]
     wait_until(lambda: client.predict(api_name="/status")["active_runs"] >= 1, 60, "the flood's first run")
-    started = time.time()
     path = client.predict(prompt="Hello", max_new_tokens=4, api_name="/trace")
-    assert time.time() - started < 15 and path
+    assert path and any(not job.done() for job in jobs), [job.status().code for job in jobs]
     refused = 0
     for job in jobs:
         try:
