@@ -9,6 +9,9 @@ import pytest
 
 from engine import Settings, Trace, run_trace
 
+# two models loaded and traced (~14 s on a busy 2-core box): make test runs it, make quick (near its
+# 3 minutes) does not, as before
+pytestmark = pytest.mark.slow
 MODELS = ("gemma2", "gpt_neox")        # eager fallback; another module tree and final norm
 ARGS = dict(max_new_tokens=6, temperature=0.0, top_k=0, top_p=1.0, seed=0, attention=True, logit_lens=True,
             chat_template=True)
