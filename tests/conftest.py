@@ -12,9 +12,9 @@ from tests.paths import OUTPUT  # noqa: E402
 from tests.servers import free_port, launch, launch_app, ready  # noqa: E402
 # Tests never reach a model hub: fail fast instead of retrying a network that is not there.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# the apps started here do not build their compiled decode step, except the session's app below,
-# which runs with the shipped defaults (its build is a back-room job: lowest priority, stopped while
-# a run is in progress); tests/engine/test_fast.py builds the same package in-process, or finds it on disk
+# The apps started here, the session's included, do not build their compiled decode step (a back-room
+# job of minutes and ~4 GB of disk writes, which tests would otherwise wait for or race with):
+# tests/engine/test_fast.py builds it once, in-process, or finds it on disk, and loads it the app's way.
 os.environ.setdefault("TBT_COMPILE", "0")
 
 
@@ -42,9 +42,8 @@ def served_endpoint(url: str) -> dict:
 
 def session_servers() -> dict:
     """Start llama-cpp-python's server and the session's app without waiting for either: called when the
-    collection holds a test that needs them (pytest_collection_finish, below), so that their start, and
-    on a fresh machine the app's back-room build of its compiled step (minutes of a core), go on while
-    the unit and tiny tiers run (one core each, mostly). The fixtures below wait for them to answer."""
+    collection holds a test that needs them (pytest_collection_finish, below), so that their start goes
+    on while the unit and tiny tiers run. The fixtures below wait for them to answer."""
     if not SERVER:
         from engine.model.loading import embedded_gguf
         port = free_port()
@@ -54,8 +53,8 @@ def session_servers() -> dict:
              "--port", str(port), "--n_threads", "2", "--n_ctx", "2048", "--model_alias", "smollm2",
              # queue concurrent requests (by default a new request cuts off the running one)
              "--interrupt_requests", "False"], "llama-server")
-        env = {k: v for k, v in os.environ.items() if k != "TBT_COMPILE"}       # as it ships
-        env.update({"TBT_CONCURRENCY": "4", "TBT_ENDPOINTS": json.dumps([served_endpoint(url)])})
+        env = {**os.environ, "TBT_COMPILE": "0", "TBT_CONCURRENCY": "4",
+               "TBT_ENDPOINTS": json.dumps([served_endpoint(url)])}
         SERVER["app"], SERVER["app_url"] = launch_app("app-server", env)
     return SERVER
 
@@ -87,9 +86,8 @@ def app_url(llama_server):
 @pytest.fixture(scope="session")
 def client(app_url):
     """A gradio_client Client of the session's app. gradio_client gives the POST that joins the queue
-    5 s; on a fresh machine the app's back room is building its compiled step meanwhile (~4 GB of disk
-    writes), and once, in a clean-clone `make test`, that POST took longer (the run itself went
-    through). 60 s: a stall, not a hang."""
+    5 s; once, in a clean-clone `make test` (the app then built its compiled step beside the tests, ~4 GB
+    of disk writes), that POST took longer (the run itself went through). 60 s: a stall, not a hang."""
     from gradio_client import Client
     return Client(app_url, verbose=False, httpx_kwargs={"timeout": 60})
 

@@ -1,5 +1,8 @@
 """Limits no caller can step around, against a live app a host set up as a public Space would:
-`TBT_LAB=recorded` (no heavy live work) and one trusted proxy in front (`TBT_TRUSTED_PROXIES=1`).
+`TBT_LAB=recorded` (no heavy live work) and one trusted proxy in front (`TBT_TRUSTED_PROXIES=1`), and
+a first model it cannot load (`TBT_MODELS=no-such-org/...,embedded`): a Space's start survives it, falling
+back to the embedded model (the front matter and the GPU decorator are checked in tests/unit/test_spaces.py).
+One server for both (they were two servers, each loading the model).
 
 Heavy work is refused through the documented API (/serve) and through the page's own events sent
 by a script (the evaluation, the load sweep): the page's hidden or shown buttons are not the gate.
@@ -7,6 +10,7 @@ A caller who writes X-Forwarded-For itself neither takes another address's slot 
 its own: only the entry the proxy appended counts."""
 
 import os
+import re
 
 import pytest
 from gradio_client import Client
@@ -21,13 +25,35 @@ SMALL = dict(requests=3, rate=0, prompt_tokens=48, shared_prefix=16, new_tokens=
 LONG = dict(prompt="Count from one to one thousand.", max_new_tokens=400)
 
 
+MISSING = "no-such-org/no-such-model-xyz"
+LOG = "space-server"          # its output: test-output/space-server.log
+
+
 @pytest.fixture(scope="module")
 def host_url():
     env = {**os.environ, "TBT_LAB": "recorded", "TBT_TRUSTED_PROXIES": "1", "TBT_COMPILE": "0",
-           "TBT_CONCURRENCY": "4"}
-    with app_server("host-limits-server", env) as (_, url):
+           "TBT_CONCURRENCY": "4", "TBT_MODELS": f"{MISSING},embedded", "HF_HUB_OFFLINE": "1"}
+    # the app must come up (ready() fails if it exits instead of falling back)
+    with app_server(LOG, env) as (_, url):
         Client(url, verbose=False).predict(api_name="/status")      # answers once the model is loaded
         yield url
+
+
+def test_unavailable_model_falls_back_to_the_embedded_one(host_url, output_dir):
+    # the page is up before the model loads; the notice comes with the model (the page's header shows
+    # it then, and /status says it)
+    status = Client(host_url, verbose=False).predict(api_name="/status")
+    assert status["default"] == EMBEDDED and MISSING not in status["models"]
+    page = status["notice"]
+    assert "could not be loaded" in page and "falls back to the embedded" in page
+    assert MISSING in page
+    # the loader's own words (paths, URLs, exception names) stay in the server log
+    ref = re.search(r"reference ([0-9a-f]{8})", page)
+    assert ref, page[:2000]
+    notice = page[page.index("could not be loaded"):page.index("falls back")]
+    for internal in ("Error", "http", "/root", ".cache", "Traceback"):
+        assert internal not in notice, (internal, notice)
+    assert ref.group(1) in (output_dir / f"{LOG}.log").read_text()
 
 
 def page_event(client: Client, elem_id: str) -> int:

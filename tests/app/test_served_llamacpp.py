@@ -5,8 +5,6 @@ both of its APIs must give the same tokens."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -14,6 +12,7 @@ from engine.served import ServedError, endpoint, stream_served
 from engine.served.agreement import agreement
 from engine.schema.trace import Settings, Trace
 from engine.schema.validate import validate
+from tests.cli import run_here
 
 PROMPT = "Explain in two sentences why the sky is blue."
 # llama-cpp-python's server applies repeat_penalty 1.1 by default: not plain greedy without this
@@ -62,20 +61,22 @@ def test_without_a_tokenizer_the_server_texts_cannot_become_ids(llama_server):
         served(llama_server, max_new_tokens=4)
 
 
-def test_the_cli_writes_a_served_trace(llama_server, tmp_path):
+def test_the_cli_writes_a_served_trace(llama_server, tmp_path, engine, monkeypatch, capsys):
+    """`python -m engine trace --endpoint`, in this process (tests/cli.py: --tokenizer embedded is the
+    session's engine, not a second load)."""
     out = tmp_path / "served.json"
-    done = subprocess.run([sys.executable, "-m", "engine", "trace", "--endpoint", llama_server, "--model", "smollm2",
-                           "--tokenizer", "embedded", "--extra", json.dumps(GREEDY), "--prompt", PROMPT,
-                           "--max-new-tokens", "8", "--out", str(out)], capture_output=True, text=True, timeout=120)
+    done = run_here(engine, monkeypatch, capsys, "trace", "--endpoint", llama_server, "--model", "smollm2",
+                    "--tokenizer", "embedded", "--extra", json.dumps(GREEDY), "--prompt", PROMPT,
+                    "--max-new-tokens", "8", "--out", str(out))
     assert done.returncode == 0, done.stderr
     trace = validate(Trace.from_json(out.read_text()))
     assert len(trace.steps) == 8 and trace.served.model == "smollm2" and "TTFT" in done.stderr
-    bad = subprocess.run([sys.executable, "-m", "engine", "trace", "--endpoint", "http://127.0.0.1:9", "--model", "m",
-                          "--prompt", PROMPT, "--out", str(out)], capture_output=True, text=True, timeout=60)
+    bad = run_here(engine, monkeypatch, capsys, "trace", "--endpoint", "http://127.0.0.1:9", "--model", "m",
+                   "--prompt", PROMPT, "--out", str(out))
     assert bad.returncode == 2 and "cannot reach" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_the_load_sweep_against_a_real_server(llama_server):
+def test_the_load_sweep_against_a_real_server(llama_server, engine, monkeypatch, capsys):
     from engine.served.load import Slo, load_sweep
     where = endpoint(llama_server, "smollm2", extra=GREEDY)
     result = load_sweep(where, PROMPT, max_tokens=8, levels=(1, 2), rounds=1, slo=Slo(ttft_ms=60_000, tpot_ms=60_000))
@@ -86,8 +87,7 @@ def test_the_load_sweep_against_a_real_server(llama_server):
         assert row["output_tokens"] == 8 * row["concurrency"] and row["throughput_tok_s"] > 0
         assert row["goodput"] == pytest.approx(row["request_rate"])      # generous SLOs: every request met them
     json.dumps(result, allow_nan=False)
-    done = subprocess.run([sys.executable, "-m", "engine", "load", "--endpoint", llama_server, "--model", "smollm2",
-                           "--levels", "1", "--rounds", "1", "--max-tokens", "4", "--json"],
-                          capture_output=True, text=True, timeout=120)
+    done = run_here(engine, monkeypatch, capsys, "load", "--endpoint", llama_server, "--model", "smollm2",
+                    "--levels", "1", "--rounds", "1", "--max-tokens", "4", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["levels"][0]["output_tokens"] == 4

@@ -2,7 +2,6 @@
 apart, and nothing of one step is charged to another."""
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -28,33 +27,79 @@ def test_each_step_splits_its_wall_time_into_model_watching_and_waiting(engine):
     assert s.tokens_per_s == pytest.approx(s.new_tokens / s.e2e_ms * 1000)
 
 
-def test_a_paused_reader_is_waiting_not_model_time(engine):
+JUMP_MS = 1_000_000.0     # a clock jump no step of a 135M model comes near (1000 s): no threshold on a real time
+
+
+@pytest.fixture()
+def jump_clock(monkeypatch):
+    """jump(ms): every clock read of the engine (engine/model/clock.now_ms) moves forward by `ms` from
+    now on, as if that much time passed at this instant: a pause of known length, without a sleep."""
+    from engine.model import clock
+    offset = [0.0]
+    monkeypatch.setattr(clock, "_paused_s", lambda: -offset[0] / 1000)
+
+    def jump(ms: float) -> None:
+        offset[0] += ms
+    return jump
+
+
+def test_a_paused_reader_is_waiting_not_model_time(engine, jump_clock):
     """The page pauses the generator between steps: that pause lands in wait_ms of the next step,
-    never in its model time (which TPOT is made of)."""
+    never in its model time (which TPOT is made of), nor in any other step."""
     events = stream_trace(engine, PROMPT, Settings(max_new_tokens=6, ignore_eos=True))
-    pause_s = 1.5        # long next to a step, even on a busy machine
     for event in events:
         if event.kind == "step" and len(event.trace.steps) == 3:
-            time.sleep(pause_s)
+            jump_clock(JUMP_MS)                 # the reader holds the generator between steps 2 and 3
     trace = event.trace
     paused = trace.steps[3]
-    assert paused.wait_ms >= pause_s * 1000 * 0.95
-    assert paused.ms < pause_s * 1000 / 2
-    assert trace.summary.wall_ms > trace.summary.e2e_ms + pause_s * 1000 * 0.95
+    assert paused.wait_ms >= JUMP_MS
+    assert all(st.ms < JUMP_MS and st.observe_ms < JUMP_MS for st in trace.steps)
+    assert all(st.wait_ms < JUMP_MS for st in trace.steps if st is not paused)
+    assert trace.summary.e2e_ms < JUMP_MS <= trace.summary.wall_ms - trace.summary.e2e_ms
+    assert trace.summary.tpot_ms < JUMP_MS / len(trace.steps)
 
 
-def test_side_by_side_reports_each_modes_own_time(engine):
+def test_side_by_side_reports_each_modes_own_time(engine, jump_clock, monkeypatch):
     """Stepped in turn, each run's clock leaves the other run's passes out: the reasoning run's
-    time to first answer is not inflated by the normal run's work."""
-    for normal, reasoning, _ in interleave(engine, "What is 3 + 4?", 16, 16):
-        pass
+    time to first answer is not inflated by the normal run's work. Here every forward pass of the
+    normal run takes JUMP_MS more (by the engine's clock): the reasoning run's model time holds none
+    of it, its waiting holds it; the normal run's model time holds it once per pass."""
+    from engine.run import generate
+    stepping = {"normal": False}
+    real = generate.stream_trace
+
+    def marked(engine, prompt, settings, *args, **kwargs):
+        normal = settings.thinking_budget == 0
+        events = real(engine, prompt, settings, *args, **kwargs)
+        while True:
+            stepping["normal"] = normal
+            try:
+                event = next(events)
+            except StopIteration:
+                return
+            finally:
+                stepping["normal"] = False
+            yield event
+    def slow_normal_pass(module, args) -> None:
+        if stepping["normal"]:
+            jump_clock(JUMP_MS)
+    monkeypatch.setattr(generate, "stream_trace", marked)
+    hook = engine.model.register_forward_pre_hook(slow_normal_pass)
+    try:
+        for normal, reasoning, _ in interleave(engine, "What is 3 + 4?", 16, 16):
+            pass
+    finally:
+        hook.remove()
+    assert reasoning.settings.thinking_budget > 0 == normal.settings.thinking_budget
     for trace in (normal, reasoning):
         own = sum(st.ms for st in trace.steps)
         assert trace.summary.e2e_ms == pytest.approx(own, abs=0.05)
-        # the other run's passes (about as long as this run's own steps) were waited for
-        assert trace.summary.wait_ms > 0.3 * sum(st.ms for st in trace.steps[1:])
+    # the normal run's passes: in its own steps (one jump each), in the reasoning run's waiting only
+    assert all(st.ms >= JUMP_MS for st in normal.steps)
+    assert reasoning.summary.e2e_ms < JUMP_MS and all(st.ms < JUMP_MS for st in reasoning.steps)
+    assert reasoning.summary.wait_ms >= JUMP_MS * (len(normal.steps) - 1)
     first_answer = next(st for st in reasoning.steps if st.phase == "answer" and not st.forced)
-    assert reasoning.summary.time_to_first_answer_ms == first_answer.t_ms
+    assert reasoning.summary.time_to_first_answer_ms == first_answer.t_ms < JUMP_MS
     assert first_answer.t_ms == pytest.approx(sum(st.ms for st in reasoning.steps[:first_answer.index + 1]),
                                               abs=0.05)
 
@@ -77,12 +122,22 @@ def test_version_1_traces_still_load():
     assert all(st.observe_ms == 0 and st.wait_ms == 0 for st in trace.steps)
 
 
-@pytest.mark.slow
 def test_a_model_that_keeps_eager_attention_is_watched_through_hooks(engine):
     """The fallback path: a model not on SDPA keeps its kernel; watched passes read eager weights
-    through hooks, and the trace says so. Its rows equal the main engine's captured rows."""
-    eager = Engine.load(attn_implementation="eager")
+    through hooks, and the trace says so. Its rows equal the main engine's captured rows. The eager
+    model is the session's model copied around the same weight tensors (no second load); loading a
+    model that keeps eager attention is tests/tiny's (gemma2)."""
+    import copy
+    import dataclasses
+
+    from engine.model.loading import LoadedModel
+    with engine.lock:
+        shared = {id(t): t for t in (*engine.model.parameters(), *engine.model.buffers())}
+        model = copy.deepcopy(engine.model, shared)
+    model.set_attn_implementation("eager")
+    eager = Engine(LoadedModel(model, engine.tokenizer, dataclasses.replace(engine.info, attn_implementation="eager")))
     assert eager.capture_via == "eager-hooks"
+    assert all(a.data_ptr() == b.data_ptr() for a, b in zip(eager.model.parameters(), engine.model.parameters()))
     settings = Settings(max_new_tokens=4, attention=True)
     theirs = run_trace(eager, PROMPT, settings)
     ours = run_trace(engine, PROMPT, settings)

@@ -2,8 +2,9 @@
 AOTInductor package builds (or is found on disk) and loads, a compiled run gives `generate`'s greedy
 tokens and the eager path's captures, and whatever the step cannot serve stays on the eager path.
 
-The package is built once per machine (a minute or two on two cores, kept under TBT_COMPILE_CACHE)
-and loaded once for this module, on an engine of its own: the session's engine stays eager.
+The package is built once per machine (a minute or two on two cores, kept under TBT_COMPILE_CACHE),
+in this process: the only build of the suite (the apps the tests start run with TBT_COMPILE=0). It is
+loaded once for this module on the session's engine, which is eager again when the module ends.
 """
 
 from __future__ import annotations
@@ -31,22 +32,22 @@ BUCKET = BUCKETS[0]
 WATCHED = Settings(max_new_tokens=24, ignore_eos=True, attention=True, logit_lens=True)
 
 
-@pytest.fixture(scope="module", name="engine")
-def own_engine():
-    """This module's own engine (the session's is left alone): the compiled path turned on here
-    never reaches another module's runs, which stay eager whatever order the tests run in."""
-    from engine import Engine
-    return Engine.load()
-
-
 @pytest.fixture(scope="module")
 def fast(engine):
     """The path itself is tested here, whatever its speed on this machine: TBT_COMPILE_PAYS=0 keeps the
-    package (the app's verdict, kept only at >= 1.15x, is tests/app's and tests/unit's)."""
+    package (the verdict, kept only at >= 1.15x, is tests/unit/test_compiled_verdict.py's and this
+    module's last test's), and the check's rounds do not wait for a quiet window (engine/compiled/check.py).
+    The session's engine is eager again afterwards (engine.fast = None): the compiled path turned on
+    here never reaches another module's runs, whatever order the tests run in."""
+    from engine.compiled import check
     mp = pytest.MonkeyPatch()
     mp.setenv("TBT_COMPILE_PAYS", "0")
-    yield engine.start_fast(wait=True)
-    mp.undo()
+    mp.setattr(check, "QUIET_WAIT_S", 0.0)
+    try:
+        yield engine.start_fast(wait=True)
+    finally:
+        engine.fast = None
+        mp.undo()
 
 
 def eager(engine, prompt: str, settings: Settings, **kwargs) -> Trace:
@@ -65,6 +66,40 @@ def test_the_step_builds_loads_and_says_what_its_build_measured(fast):
     assert built["ratio"] == pytest.approx(built["eager_ms"] / built["compiled_ms"], rel=0.05), built
     assert fast.package(BUCKET).exists() and fast.package(BUCKET).with_suffix(".json").exists()
     assert not fast.ready("plain", None)          # a run longer than every bucket has no step
+
+
+def test_the_app_s_way_loads_the_package_on_disk_and_status_says_so(engine, fast, monkeypatch):
+    """What the app does at start (Engine.start_fast without wait: FastPath.build_in_background): the
+    package built above is on disk with its verdict, so it is loaded as it is (no back-room build), and
+    /status's "fast" says "ready" with what the build measured."""
+    from types import SimpleNamespace
+
+    from engine.compiled import fast as fast_module
+    from engine.compiled.fast import FastPath
+    from engine.schema.specs import EMBEDDED
+    from tests.waits import wait_until
+    from ui.api.status import StatusEndpoints
+    from ui.chapters.run import compiled_md
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("a back-room build of a package that is on disk")
+    monkeypatch.setattr(fast_module.backroom, "call", no_build)
+    app_s = FastPath(engine.model, engine.device, engine.info.id)
+    app_s.build_in_background(BUCKET)
+    state = wait_until(lambda: (st := app_s.state("plain", BUCKET)) not in ("queued", "building") and st, 120,
+                       "the package's load from disk", every_s=0.2)
+    assert state == "ready", state
+    kept, engine.fast = engine.fast, app_s
+    try:
+        models = SimpleNamespace(engine=engine, engines={EMBEDDED: engine}, allowed=[EMBEDDED], default=EMBEDDED,
+                                 notice=lambda: "")
+        step = StatusEndpoints(models).status()["fast"][f"step@{BUCKET}"]
+        assert step["state"] == "ready" and step["same_tokens"] is True and step["pays_at"] == 0, step
+        assert step["ratio"] == fast.describe()[f"step@{BUCKET}"]["ratio"]      # the sidecar's, not timed again
+        assert compiled_md(engine, "en") is None            # a step in use: nothing to explain
+        assert run_trace(engine, "Hi", Settings(max_new_tokens=3, ignore_eos=True)).observation.decode == "compiled"
+    finally:
+        engine.fast = kept
 
 
 def test_compiled_greedy_tokens_equal_generate(engine, fast):
@@ -202,8 +237,10 @@ def test_a_package_timed_slower_on_a_busy_machine_is_timed_again_and_deleted_on_
     from engine.compiled import aoti
     path = tmp_path / fast.package(BUCKET).name
     shutil.copy(fast.package(BUCKET), path)
+    # the sidecar as a busy build under this rule wrote it (pays_at: the package folder is shared, and
+    # another process on this host may have given the verdict on disk under the shipped rule)
     busy = {**json.loads(fast.package(BUCKET).with_suffix(".json").read_text()),
-            "use": False, "final": False, "eager_ms": 313.0, "compiled_ms": 1210.0}
+            "use": False, "final": False, "eager_ms": 313.0, "compiled_ms": 1210.0, "pays_at": aoti.pays()}
     path.with_suffix(".json").write_text(json.dumps(busy))
     meta = aoti.ready_meta(fast.model, engine.model, engine.device, BUCKET, path)
     assert (meta["eager_ms"], meta["compiled_ms"]) != (313.0, 1210.0)            # timed again

@@ -2,8 +2,6 @@
 command that prints it."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -11,7 +9,7 @@ from engine import Settings, run_trace
 from engine.errors import InvalidRequest
 from engine.profile.ops import LLAMA_OPS
 from engine.profile.run import profile_trace
-from tests.paths import ROOT
+from tests.cli import run_here
 
 @pytest.fixture(scope="module")
 def profiled(engine):
@@ -40,9 +38,8 @@ def test_the_ops_add_up_to_the_pass(profiled):
         # the timers' cost is stated, not hidden: the hooked pass less the plain one (how large it is is a
         # timing, and a busy host moves it: it is for the bench, not a test)
         assert p["overhead_ms"] == pytest.approx(p["hooked_ms"] - p["forward_ms"]), name
-        # the rest of the pass (masks, cache bookkeeping) is a small share: the named ops hold the time
-        other = next(o["measured_ms"] for o in p["ops"] if o["op"] == "other")
-        assert other < 0.2 * p["hooked_ms"], (name, other)
+        # that the named ops hold the time and "other" (masks, cache bookkeeping) only the rest is
+        # test_time_inside_an_op_is_charged_to_that_op (a share of a timing is the bench's)
 
 
 def test_a_step_outside_the_run_is_refused(engine, profiled):
@@ -53,9 +50,10 @@ def test_a_step_outside_the_run_is_refused(engine, profiled):
         assert refused.value.key == "profile_step"
 
 
-def test_the_command_prints_the_profile():
-    done = subprocess.run([sys.executable, "-m", "engine", "profile", "--json", "--max-new-tokens", "4",
-                           "--repeats", "1", "--project"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+def test_the_command_prints_the_profile(engine, monkeypatch, capsys):
+    """`python -m engine profile`, in this process on the session's engine (tests/cli.py)."""
+    done = run_here(engine, monkeypatch, capsys, "profile", "--json", "--max-new-tokens", "4", "--repeats", "1",
+                    "--project")
     assert done.returncode == 0, done.stderr[-2000:]
     profile = json.loads(done.stdout)
     decode = {o["op"]: o for o in profile["phases"]["decode"]["ops"]}
@@ -74,3 +72,34 @@ def test_the_profile_keeps_what_its_text_explains_the_gaps_with(profiled):
     assert result["load"] is None or 0 <= result["load"]["others"] <= 1
     said = gaps_md(json.loads(json.dumps(result, default=str)), "en")
     assert said.startswith("Prefill: ") and "The run's own pass, on the cards" in said, said
+
+
+JUMP_MS = 1_000_000.0           # 1000 s on the profile's timers: no pass of a 135M model comes near
+
+
+def test_time_inside_an_op_is_charged_to_that_op(engine, monkeypatch):
+    """The timers put time where it was spent: a known delay inside layer 0's activation (a clock jump
+    of the profile's timers, engine/profile/measure.py, at its call) lands in layer 0's act_mul row,
+    and in no other op's, nor in "other" (the pass less its timed modules)."""
+    import time
+    from types import SimpleNamespace
+
+    from engine.profile import measure
+    trace = run_trace(engine, "Name a colour.", Settings(max_new_tokens=3, ignore_eos=True))
+    offset = [0]
+    monkeypatch.setattr(measure, "time", SimpleNamespace(perf_counter_ns=lambda: time.perf_counter_ns() + offset[0]))
+    layers = engine.model.model.layers
+    assert layers[0].mlp.act_fn is not layers[1].mlp.act_fn       # one module per layer
+
+    def jump(module, args) -> None:
+        offset[0] += int(JUMP_MS * 1e6)
+    hook = layers[0].mlp.act_fn.register_forward_pre_hook(jump)
+    try:
+        profile = profile_trace(engine, trace, step=1, repeats=1)
+    finally:
+        hook.remove()
+    for name, p in profile["phases"].items():
+        rows = {(r["layer"], r["op"]): r["measured_ms"] for r in p["rows"] if r["measured_ms"] is not None}
+        assert rows[(0, "act_mul")] >= JUMP_MS, name
+        assert all(ms < JUMP_MS for key, ms in rows.items() if key != (0, "act_mul")), name
+        assert next(o["measured_ms"] for o in p["ops"] if o["op"] == "other") < JUMP_MS, name

@@ -62,3 +62,22 @@ def test_the_page_says_why_it_decodes_eagerly_in_its_language():
     paying = SimpleNamespace(fast=SimpleNamespace(built={512: {"same_tokens": True, "ratio": 2.16, "pays_at": 1.15,
                                                                "why": ""}}))
     assert compiled_md(paying, "en") is None and compiled_md(SimpleNamespace(fast=None), "zh") is None
+
+
+def test_the_quiet_window_waits_only_as_long_as_it_is_told(monkeypatch):
+    """engine/compiled/check.py: on a busy machine a round waits QUIET_WAIT_S for a quiet window, then
+    is timed anyway and called not quiet; with no wait (the tests) it sleeps not at all."""
+    from engine.compiled import check
+    slept = []
+    monkeypatch.setattr(check.time, "sleep", slept.append)
+    monkeypatch.setattr(check.os, "cpu_count", lambda: 2)
+    clock = iter(range(0, 1000))
+    monkeypatch.setattr(check.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(check.os, "getloadavg", lambda: (2.0, 2.0, 2.0))        # busy: load == cores
+    monkeypatch.setattr(check, "QUIET_WAIT_S", 0.0)
+    assert check._quiet() is False and slept == []
+    monkeypatch.setattr(check, "QUIET_WAIT_S", 5.0)
+    assert check._quiet() is False and 0 < len(slept) <= 6
+    slept.clear()
+    monkeypatch.setattr(check.os, "getloadavg", lambda: (1.2, 2.0, 2.0))        # quiet: at once
+    assert check._quiet() is True and slept == []

@@ -1,5 +1,5 @@
 """Hugging Face Spaces readiness: the README front matter and the GPU decorator (a start that
-survives a model it cannot load: tests/app/test_spaces_fallback.py)."""
+survives a model it cannot load: tests/app/test_host_limits.py)."""
 
 import re
 

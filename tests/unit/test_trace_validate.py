@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from engine import Trace, TraceFormatError
+from engine import SCHEMA, Trace, TraceFormatError
 from engine.schema.packed import PackedRows
 from engine.environment import Limits
 from engine.schema.validate import validate
@@ -27,7 +27,12 @@ def _check(doc: dict) -> Trace:
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("trace_*.json")) + sorted(p for p in RECORDED.glob("*.json") if p.name != "manifest.json"),
                          ids=lambda p: p.name)
 def test_real_traces_pass(path):
-    validate(Trace.from_json(path.read_text(encoding="utf-8")), Limits())
+    trace = validate(Trace.from_json(path.read_text(encoding="utf-8")), Limits())
+    if path.parent == RECORDED:          # the walkthrough's recordings: of the current schema, whole
+        assert trace.schema == SCHEMA and trace.summary is not None and trace.steps
+        assert (trace.reasoning is not None) == ("reasoning" in path.name)
+        if "normal" in path.name:
+            assert trace.attention is not None and trace.steps[0].lens is not None
 
 
 def _attention_doc() -> dict:
