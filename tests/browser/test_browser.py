@@ -312,7 +312,10 @@ def test_a_loaded_file_says_so_and_a_clicked_token_moves_every_step_view(page, t
     page.get_by_role("tab", name="Trace file").click()
     page.set_input_files("#upload input[type=file]", str(path))
     page.wait_for_selector("#output .tbt-rendered", state="attached", timeout=60_000)
-    assert "Viewing the file" in page.inner_text("#status") and "my-run" in page.inner_text("#status")
+    # the banner is written by the event after the chapters' (it names the file over their status line)
+    page.wait_for_function("() => document.querySelector('#status')?.innerText.includes('Viewing the file')",
+                           timeout=30_000)
+    assert "my-run" in page.inner_text("#status")
     from engine import Trace
     trace = Trace.from_json(src.read_text(encoding="utf-8"))
     assert page.input_value("#prompt textarea") == trace.prompt.raw
