@@ -97,6 +97,9 @@ class Decode:
                 gr.update(maximum=max(trace.model.layers - 1, 1), value=layer), gr.update(choices=heads, value=head)]
 
     def wire(self, trace: gr.State, lang: gr.State) -> None:
-        gr.on([self.step.release, self.layer.release, self.head.input],
-              lambda tr, *a: self.view(tr, *a) if tr else gr.skip(), [trace, self.step, self.layer, self.head, lang],
+        inputs = [trace, self.step, self.layer, self.head, lang]
+        gr.on([self.step.release], lambda tr, *a: self.view(tr, *a) if tr else gr.skip(), inputs,
               self.shown, trigger_mode="always_last", **PRIVATE)
+        # another layer or head: the same step, so the fork's list (and the token picked there) stays
+        gr.on([self.layer.release, self.head.input], lambda tr, *a: self.view(tr, *a)[:-1] if tr else gr.skip(),
+              inputs, self.shown[:-1], trigger_mode="always_last", **PRIVATE)
