@@ -36,7 +36,7 @@ run: $(STAMP)
 test: $(STAMP) $(LLAMA) chromium
 	$(PY) -m pytest
 
-# The quick loop (665 tests, about 3 min here): tests/unit and tests/tiny but the slow ones: no real model, no server, no
+# The quick loop (781 tests, about 2.5 min here): tests/unit and tests/tiny but the slow ones: no real model, no server, no
 # browser, no llama.cpp build. `make engine` adds the embedded model's tier (about 3.5 min more).
 quick: $(STAMP)
 	$(PY) -m pytest -m "(unit or tiny) and not slow"
