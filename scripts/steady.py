@@ -38,6 +38,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tests.servers import stop  # noqa: E402
 PROMPT = "Explain why the sky is blue."
 
 
@@ -67,13 +69,7 @@ class App:
         raise RuntimeError("the app was not ready in time")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(30)
+        stop(self.proc)           # tests/servers.py: SIGTERM, then SIGKILL, then a back-room child left over
         self.log.close()
 
 

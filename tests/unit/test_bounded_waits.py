@@ -55,30 +55,13 @@ def test_a_closed_job_that_ignores_its_cancel_does_not_hold_the_caller():
         release.set()
 
 
-def test_a_worker_waiting_for_the_main_thread_gives_up():
-    main = MainThread()
-    main.serving = True            # it says it serves, but nothing takes the jobs (a stuck main thread)
+def steps_from_a_worker(main: MainThread, steps: int) -> list:
+    """`steps` compiled steps asked of `main` one after the other from a worker thread, as a run does;
+    the timeouts they met (the thread must end: every wait is bounded)."""
     caught: list = []
 
     def worker():
-        try:
-            main.run(lambda: "stepped", timeout_s=0.05)
-        except TimeoutError as exc:
-            caught.append(exc)
-    t = threading.Thread(target=worker)
-    t.start()
-    t.join(30)
-    assert not t.is_alive() and caught and "main thread" in str(caught[0])
-    assert main.jobs.get_nowait().done.cancelled()        # the main thread, once free, skips it
-
-
-def test_the_main_threads_queue_has_a_size_and_a_full_one_is_a_timeout():
-    main = MainThread(max_jobs=1)
-    main.serving = True            # nothing takes the jobs
-    caught: list = []
-
-    def worker():                  # three runs' steps, one after the other, from a worker thread
-        for _ in range(3):
+        for _ in range(steps):
             try:
                 main.run(lambda: "stepped", timeout_s=0.05)
             except TimeoutError as exc:
@@ -86,7 +69,22 @@ def test_the_main_threads_queue_has_a_size_and_a_full_one_is_a_timeout():
     t = threading.Thread(target=worker)
     t.start()
     t.join(30)
-    assert not t.is_alive() and len(caught) == 3
+    assert not t.is_alive()
+    return caught
+
+
+def test_a_worker_waiting_for_the_main_thread_gives_up():
+    main = MainThread()
+    main.serving = True            # it says it serves, but nothing takes the jobs (a stuck main thread)
+    caught = steps_from_a_worker(main, 1)
+    assert caught and "main thread" in str(caught[0])
+    assert main.jobs.get_nowait().done.cancelled()        # the main thread, once free, skips it
+
+
+def test_the_main_threads_queue_has_a_size_and_a_full_one_is_a_timeout():
+    main = MainThread(max_jobs=1)
+    main.serving = True            # nothing takes the jobs
+    assert len(steps_from_a_worker(main, 3)) == 3          # three runs' steps, one after the other
     assert main.jobs.qsize() == 1  # the first waits (cancelled) for the main thread; the others found no room
 
 
