@@ -43,7 +43,7 @@ from ui.host.recordings import page_css
 from ui.host.sessions import SessionReaper
 from ui.page.fonts import font_css, theme
 from ui.page.header import PRESENTER_JS, Header, caps_md, loading_md
-from ui.page.i18n import I18N, LANG_SYNC_JS, lang_of, t
+from ui.page.i18n import DRAWN_JS, I18N, LANG_SYNC_JS, lang_of, t
 from ui.page.plot import PLOT_JS
 from ui.share.links import LANG_JS as LINK_LANG_JS, Share
 from ui.walkthrough import tab as walkthrough
@@ -93,7 +93,8 @@ def first_update(sync, head: Header, explore: Explore, walk: tuple, shared: Shar
         explore.relabel_all, explore.render_inputs, [explore.trace, explore.tree, explore.branch, *explore.views],
         **private).then(
         wt.views, [live, lang, present], wt_outputs, **private).then(
-        shared.open_link, [lang, present], shared.open_outputs, **private)
+        shared.open_link, [lang, present], shared.open_outputs, **private).then(
+        None, js=DRAWN_JS, **private)
     explore.source.input(head.where, [lang, explore.source], head.plain, show_progress="hidden", **private)
     head.presenter.input(lambda on: on, head.presenter, present, js=PRESENTER_JS, **private).then(
         wt.views, [live, lang, present], wt_outputs, **private)

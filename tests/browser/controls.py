@@ -23,3 +23,13 @@ def set_slider(page, elem_id: str, value: int, tries: int = 3) -> None:
             if attempt == tries - 1:
                 raise
     raise AssertionError(f"#{elem_id} did not keep the value {value}")
+
+
+def first_draw(page, lang: str | None = None, timeout_ms: int = 60_000) -> None:
+    """Wait for the end of the page's first draw (in `lang`, if given): the recording is drawn and the
+    chain of steps after the page reported its language has ended (<body data-tbt-drawn>, app.py).
+    Before that a late step of the chain may still update a control the test acted on: a validation
+    message under the prompt went with it once (a clean-clone run's zh refusal test)."""
+    page.wait_for_selector("#output .tbt-recording", timeout=timeout_ms)
+    page.wait_for_function("(lang) => document.body.dataset.tbtDrawn?.startsWith(lang) === true", arg=lang or "",
+                           timeout=timeout_ms)

@@ -13,7 +13,7 @@ from tests.app.test_bad_inputs import INTERNALS
 from tests.unit.test_trace_validate import HOSTILE, THE_ISSUES
 from engine.schema.validate import validate
 from tests.paths import FIXTURES
-from tests.browser.controls import set_slider
+from tests.browser.controls import first_draw, set_slider
 
 TABS = [("tokens", "1 · Tokens", ["#embedding"]),
         ("prefill", "2 · Prefill", ["#heatmap", "#head-view"]),
@@ -131,7 +131,7 @@ def test_a_hostile_file_is_refused_in_the_page(page, app_process, tmp_path):
     assert "not a usable trace" in shown and "attention data" in shown and not INTERNALS.search(shown), shown
     assert app_process.memory_info().rss - before < 200_000_000
     page.reload()                                   # the server is still there: a good file loads
-    page.wait_for_selector("#output .tbt-recording", timeout=60_000)   # the page's first draw is done
+    first_draw(page, timeout_ms=60_000)   # the page's first draw is done
     page.get_by_role("tab", name="Trace file").click()
     page.set_input_files("#upload input[type=file]", str(FIXTURES / "trace_zh.json"))
     page.wait_for_function("() => document.querySelector('#prompt-chips').innerText.includes('什')",
@@ -289,7 +289,7 @@ def test_reasoning_columns_stream_side_by_side(page, shots):
 def test_before_a_run_the_chapters_show_the_recording(page):
     """No empty boxes on arrival: every chapter shows the walkthrough's recording, and the output
     area says it is one; a run of the visitor's own replaces it."""
-    page.wait_for_selector("#output .tbt-recording", timeout=30_000)
+    first_draw(page, timeout_ms=30_000)
     assert "recording" in page.inner_text("#output")
     assert page.locator("#prompt-chips .tbt-chip").count() > 10
     open_tab(page, "2 · Prefill", ["#heatmap"])
@@ -390,7 +390,7 @@ def test_every_chapter_and_every_step_in_both_languages(browser, app_url, output
     shots.mkdir(exist_ok=True)
     try:
         page.goto(app_url)
-        page.wait_for_selector("#output .tbt-recording", timeout=60_000)
+        first_draw(page, timeout_ms=60_000)
         texts = page.evaluate(VISIBLE_TEXT_JS)
         tabs = page.locator("#explore-chapters [role=tab]")
         assert tabs.count() == 10                           # nine chapters and the trace file

@@ -7,7 +7,7 @@ import time
 
 from gradio_client import Client
 
-from tests.browser.controls import set_slider
+from tests.browser.controls import first_draw, set_slider
 from tests.waits import wait_until
 
 LONG = 400             # tokens the visitor asks for: 20 s or more here (TPOT >= 50 ms)
@@ -33,7 +33,7 @@ def test_closing_the_tab_mid_run_frees_the_engine(browser, app_url):
     page = context.new_page()
     page.goto(app_url)
     page.wait_for_selector("#prompt textarea", timeout=60_000)
-    page.wait_for_selector("#output .tbt-recording", timeout=60_000)   # the first draw is done
+    first_draw(page, timeout_ms=60_000)   # the first draw is done
     page.get_by_text("Generation settings", exact=True).click()
     set_slider(page, "max-new", LONG)
     page.fill("#prompt textarea", "Write a long story about a robot who learns to paint, with many details.")

@@ -4,6 +4,7 @@ Screenshots land in test-output/browser/floor-*.png."""
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from tests.browser.controls import first_draw
 
 TAB = "9 · Serving floor"
 
@@ -80,7 +81,7 @@ def test_a_floor_file_is_shown_and_a_hostile_one_refused(page, tmp_path):
     # the part of the file in words (the API and the log keep the field path: floor.frames[0].batch)
     assert "its scheduler steps" in page.inner_text("#floor-upload")
     page.reload()                                       # the server is still there: a good file shows
-    page.wait_for_selector("#output .tbt-recording", timeout=60_000)
+    first_draw(page, timeout_ms=60_000)
     page.get_by_role("tab", name=TAB).click()
     (tmp_path / "floor.json").write_text(json.dumps(good), encoding="utf-8")    # a file like a run's download
     page.set_input_files("#floor-upload input[type=file]", str(tmp_path / "floor.json"))

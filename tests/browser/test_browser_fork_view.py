@@ -8,6 +8,7 @@ import re
 import pytest
 
 from tests.browser.test_browser import fork_at_step, open_tab, run_prompt
+from tests.browser.controls import first_draw
 
 DECODE = {"en-US": "4 · Decode", "zh-CN": "4 · 解码"}
 
@@ -22,7 +23,7 @@ def test_enter_in_the_step_box_applies_the_typed_step(browser, app_url, shots, l
     page = context.new_page()
     try:
         page.goto(app_url)
-        page.wait_for_selector("#output .tbt-recording", timeout=120_000)     # the recording, drawn
+        first_draw(page, timeout_ms=120_000)     # the recording, drawn
         page.get_by_role("tab", name=DECODE[locale]).click()
         page.wait_for_selector("#candidates .vega-embed .marks", timeout=60_000)
         before = step_on_show(page)

@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from tests.browser.controls import first_draw
 from tests.paths import FIXTURES
 
 LOCALES = {"en": "en-US", "zh": "zh-CN"}
@@ -31,6 +32,7 @@ def visitor(request, browser, app_url):
         page.wait_for_function(
             f"() => document.querySelector('#output .tbt-recording')?.innerText.includes('{RECORDING[lang]}')",
             timeout=120_000)
+        first_draw(page, lang)
         yield page, lang
     finally:
         context.close()

@@ -5,6 +5,7 @@ red "Error" from the browser's own type check; Stop is greyed out while nothing 
 import pytest
 
 from tests.app.test_bad_inputs import INTERNALS
+from tests.browser.controls import first_draw
 
 
 @pytest.fixture()
@@ -16,6 +17,7 @@ def zh_page(browser, app_url):
         page.goto(app_url)
         page.wait_for_function("() => document.querySelector('#output .tbt-recording')?.innerText.includes('录制')",
                                timeout=90_000)
+        first_draw(page, "zh")
         yield page
     finally:
         context.close()

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from tests.browser.marks import drawn, expose_views, missing
+from tests.browser.controls import first_draw
 
 LOCALES = {"en": "en-US", "zh": "zh-CN"}
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
@@ -30,7 +31,7 @@ def open_page(browser, app_url, lang: str, form: dict):
     page = context.new_page()
     expose_views(page)
     page.goto(app_url)
-    page.wait_for_selector("#output .tbt-recording", timeout=60_000)
+    first_draw(page, timeout_ms=60_000)
     return context, page
 
 
@@ -119,7 +120,7 @@ def test_the_floor_charts_draw_without_a_vega_warning(browser, app_url):
     expose_views(page)
     try:
         page.goto(app_url)
-        page.wait_for_selector("#output .tbt-recording", timeout=60_000)
+        first_draw(page, timeout_ms=60_000)
         page.get_by_role("tab", name="9 · Serving floor").click()
         page.wait_for_function("() => document.querySelector('#floor-modes [data-testid=altair]')?.querySelector('div')?.__tbtView", timeout=60_000)
         plots_ready(page)

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.browser.marks import drawn, expose_views
+from tests.browser.controls import first_draw
 
 LOCALES = {"en": "en-US", "zh": "zh-CN"}
 FORMS = {"desktop": {"viewport": {"width": 1400, "height": 1000}},
@@ -51,7 +52,7 @@ def test_charts_redrawn_out_of_sight_come_back_at_their_width(browser, app_url, 
     expose_views(page)
     try:
         page.goto(app_url)
-        page.wait_for_selector("#output .tbt-recording", timeout=60_000)
+        first_draw(page, timeout_ms=60_000)
         count = page.locator(TABS).count()
         page.locator(TABS).nth(3).click()                   # Decode: the tree's "run" row redraws every chapter
         page.wait_for_selector("#fork-tree .tbt-tree-label[data-index='0']", timeout=30_000)

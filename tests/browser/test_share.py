@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.browser.controls import first_draw
 
 TAB = {"en-US": "4 · Decode", "zh-CN": "4 · 解码"}
 COPY = {"en-US": "Copy link to this view", "zh-CN": "复制此视图的链接"}
@@ -40,7 +41,7 @@ def test_copied_link_opens_the_same_view_elsewhere(browser, app_url, output_dir,
     shots.mkdir(exist_ok=True)
     context, page = fresh(browser, app_url, locale)
     try:
-        page.wait_for_selector("#output .tbt-recording", timeout=60_000)
+        first_draw(page, timeout_ms=60_000)
         if locale == "en-US":           # the visitor's own run, kept by the server for the link
             page.fill("#prompt textarea", "The capital of France is")
             page.click("#run")
@@ -126,7 +127,7 @@ def test_charts_and_deck_download(browser, app_url, output_dir, tmp_path):
     cards as a picture; the walkthrough's deck downloads, then presents from file:// offline."""
     context, page = fresh(browser, app_url, "zh-CN")
     try:
-        page.wait_for_selector("#output .tbt-recording", timeout=60_000)
+        first_draw(page, timeout_ms=60_000)
         page.get_by_role("tab", name="5 · 速度").click()
         page.wait_for_selector("#timeline .vega-embed .marks", timeout=30_000)
         page.click("#export-charts")

@@ -12,7 +12,7 @@ from gradio_client import Client
 
 from tests.paths import FIXTURES, ROOT
 from tests.servers import app_server
-from tests.browser.controls import set_slider
+from tests.browser.controls import first_draw, set_slider
 
 FAKE_SPACES = FIXTURES / "fake_spaces"
 
@@ -45,7 +45,7 @@ def zero_page(browser, zero_app):
     page = context.new_page()
     page.goto(url)
     page.wait_for_selector("#prompt textarea", timeout=60_000)
-    page.wait_for_selector("#output .tbt-recording", timeout=60_000)   # the first draw is done
+    first_draw(page, timeout_ms=60_000)   # the first draw is done
     yield page
     context.close()
 

@@ -12,6 +12,7 @@ import re
 import pytest
 from gradio_client import Client
 
+from tests.browser.controls import first_draw
 from tests.paths import FIXTURES
 
 pytestmark = pytest.mark.browser
@@ -36,6 +37,7 @@ def zh_page(browser, app_url):
         # and the model is loaded (the header names its size): a fresh server's first click otherwise
         # waits behind the load in the queue (a clean-clone run timed out once here)
         page.wait_for_function("() => document.body.innerText.includes('亿参数')", timeout=120_000)
+        first_draw(page, "zh")
         yield page
     finally:
         context.close()

@@ -66,3 +66,9 @@ const report = () => trigger('change', {
 new MutationObserver(report).observe(document.documentElement, {attributes: true, attributeFilter: ['lang']});
 report();
 """
+
+# The end of a first draw in a language (app.py's chain after each report above): <body data-tbt-drawn>
+# holds the <html lang> the whole page is now drawn in. Until then a late step of that chain may still
+# update a component the visitor acted on (a validation message under the prompt goes with it).
+DRAWN_JS = "() => { document.body.dataset.tbtDrawn = document.documentElement.lang || 'en'; }"
+
