@@ -33,8 +33,13 @@ run: $(STAMP)
 	$(PY) app.py --port $(PORT)
 
 # Every kind of test: tests/unit, tests/engine, tests/app (live servers), tests/browser (Chromium).
+# In $(WORKERS) pytest-xdist workers, whole files each, in tests/conftest.py's order (`mixed`): a
+# worker that drives the app and its browser mostly waits on them while the other runs the model.
+# Each worker starts its own servers. `make test WORKERS=0` runs it in one process.
+WORKERS ?= 2
+XDIST   := -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 test: $(STAMP) $(LLAMA) chromium
-	$(PY) -m pytest
+	$(PY) -m pytest $(XDIST)
 
 # The quick loop (781 tests, about 2.5 min here): tests/unit and tests/tiny but the slow ones: no real model, no server, no
 # browser, no llama.cpp build. `make engine` adds the embedded model's tier (about 3.5 min more).

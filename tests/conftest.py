@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.browser.controls import first_draw  # noqa: E402
 from tests.paths import OUTPUT  # noqa: E402
-from tests.servers import free_port, launch, launch_app, ready  # noqa: E402
+from tests.servers import WORKER, free_port, launch, launch_app, ready  # noqa: E402
 # Tests never reach a model hub: fail fast instead of retrying a network that is not there.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # The apps started here, the session's included, do not build their compiled decode step (a back-room
@@ -126,7 +127,7 @@ def page(browser, app_url):
         page.wait_for_selector("#prompt textarea", timeout=60_000)
         # the page's first draw (the recording, in the page's language) is done: a test's own upload
         # or run cannot be overwritten by it
-        page.wait_for_selector("#output .tbt-recording", timeout=60_000)
+        first_draw(page, timeout_ms=60_000)
         yield page
     finally:
         context.close()
@@ -167,3 +168,25 @@ def pytest_collection_modifyitems(config, items):
             misplaced.append(f"{item.nodeid}: a {kind} test asks for {', '.join(sorted(wrong))}")
     if misplaced:
         raise pytest.UsageError("tests in the wrong folder:\n  " + "\n  ".join(misplaced))
+    if WORKER:
+        items[:] = mixed(items)
+
+
+def mixed(items: list) -> list:
+    """`make test`'s order for its xdist workers (`--dist loadfile --no-loadscope-reorder`: each worker
+    takes the next file in this order when it is free). The light tiers first (unit, tiny) while the
+    servers start; then two files that drive a server (app, browser: mostly waiting on it) for each
+    file of the engine tier (the model in the worker's own process), so that the two workers mostly
+    run one of each instead of two that want the same thing. Every worker collects the same order."""
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    kind = {name: name.split("/")[1] for name in files}
+    first = [f for f in files if kind[f] in ("unit", "tiny")]
+    served = [f for f in files if kind[f] in ("app", "browser")]
+    local = [f for f in files if kind[f] == "engine"]
+    order = list(first)
+    while served or local:
+        order += served[:2] + local[:1]
+        served, local = served[2:], local[1:]
+    return [item for name in order for item in files[name]]

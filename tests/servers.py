@@ -7,6 +7,8 @@ started, read just before it is stopped)."""
 from __future__ import annotations
 
 import atexit
+import os
+import random
 import socket
 import subprocess
 import sys
@@ -17,13 +19,33 @@ from contextlib import contextmanager
 from tests.paths import OUTPUT, ROOT
 
 STARTED: dict[int, subprocess.Popen] = {}       # process id -> the server process, until it is stopped
+# `make test` runs the suite in pytest-xdist workers (gw0, gw1, ...), each with its own servers: their
+# logs, ports and shared-run folders carry the worker's name so that no two can meet.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+
+
+def worker_name(name: str) -> str:
+    """`name`, or `name`-gw1 in an xdist worker: a server's log and folders are its worker's own."""
+    return f"{name}-{WORKER}" if WORKER else name
 
 
 def free_port() -> int:
-    """A port of 127.0.0.1 nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port of 127.0.0.1 nothing listens on now. In an xdist worker, from that worker's own range
+    below the kernel's ephemeral ports (two workers' bind-to-0 ports could be the same one, picked
+    between one's check and its server's start)."""
+    if not WORKER:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    first = 12_000 + 2_000 * int(WORKER.removeprefix("gw"))
+    for port in random.sample(range(first, first + 2_000), 200):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {first}..{first + 1999} for worker {WORKER}")
 
 
 def app_command(port: int) -> list[str]:
@@ -79,9 +101,12 @@ def _stop_leftovers() -> None:
 
 
 def launch(command: list[str], name: str, env: dict | None = None) -> subprocess.Popen:
-    """Start `command` in the repository root, its output in test-output/`name`.log (not waited for)."""
+    """Start `command` in the repository root, its output in test-output/`name`.log (not waited for).
+    Its shared runs (an app's links) go to test-output/shared-runs, never the user's cache."""
     OUTPUT.mkdir(exist_ok=True)
-    with open(OUTPUT / f"{name}.log", "w") as log:
+    env = dict(os.environ if env is None else env)
+    env.setdefault("TBT_SHARE_DIR", str(OUTPUT / worker_name("shared-runs")))
+    with open(OUTPUT / f"{worker_name(name)}.log", "w") as log:
         proc = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
     STARTED[proc.pid] = proc
     return proc
@@ -91,7 +116,7 @@ def launch(command: list[str], name: str, env: dict | None = None) -> subprocess
 def ready(proc: subprocess.Popen, ready_url: str, name: str, seconds: float):
     """Yield `proc` once `ready_url` answers; stop it at the end, whatever happens."""
     try:
-        wait_until_ready(proc, ready_url, name, seconds, f"test-output/{name}.log")
+        wait_until_ready(proc, ready_url, name, seconds, f"test-output/{worker_name(name)}.log")
         yield proc
     finally:
         stop(proc)

@@ -17,7 +17,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from engine.schema.specs import EMBEDDED
-from tests.servers import app_server
+from tests.servers import app_server, worker_name
 from tests.waits import wait_until
 
 SMALL = dict(requests=3, rate=0, prompt_tokens=48, shared_prefix=16, new_tokens=4, page_size=8, num_blocks=64,
@@ -53,7 +53,7 @@ def test_unavailable_model_falls_back_to_the_embedded_one(host_url, output_dir):
     notice = page[page.index("could not be loaded"):page.index("falls back")]
     for internal in ("Error", "http", "/root", ".cache", "Traceback"):
         assert internal not in notice, (internal, notice)
-    assert ref.group(1) in (output_dir / f"{LOG}.log").read_text()
+    assert ref.group(1) in (output_dir / f"{worker_name(LOG)}.log").read_text()
 
 
 def page_event(client: Client, elem_id: str) -> int:
