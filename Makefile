@@ -32,14 +32,16 @@ chromium:
 run: $(STAMP)
 	$(PY) app.py --port $(PORT)
 
-# Every kind of test: tests/unit, tests/engine, tests/app (live servers), tests/browser (Chromium).
-# In $(WORKERS) pytest-xdist workers, whole files each, in tests/conftest.py's order (`mixed`): a
-# worker that drives the app and its browser mostly waits on them while the other runs the model.
-# Each worker starts its own servers. `make test WORKERS=0` runs it in one process.
-WORKERS ?= 2
-XDIST   := -n $(WORKERS) --dist loadfile --no-loadscope-reorder
+# Every kind of test: tests/unit, tests/engine, tests/app (live servers), tests/browser (Chromium), in one
+# process. `make test WORKERS=2` runs it in two pytest-xdist workers instead (whole files each, in
+# tests/conftest.py's order `mixed`; each worker starts its own servers; one torch thread a process, as two
+# threads a process on 2 shared cores spin against each other: the engine tier ran 3.3x slower). Not the
+# default yet: 20:16 instead of 27:56 on 2026-12-06, but its zerogpu lab-stop test hung (README).
+WORKERS ?= 0
+XDIST   := $(if $(filter-out 0,$(WORKERS)),-n $(WORKERS) --dist loadfile --no-loadscope-reorder)
+THREADS := $(if $(filter-out 0,$(WORKERS)),OMP_NUM_THREADS=1)
 test: $(STAMP) $(LLAMA) chromium
-	$(PY) -m pytest $(XDIST)
+	$(THREADS) $(PY) -m pytest $(XDIST)
 
 # The quick loop (781 tests, about 2.5 min here): tests/unit and tests/tiny but the slow ones: no real model, no server, no
 # browser, no llama.cpp build. `make engine` adds the embedded model's tier (about 3.5 min more).
