@@ -36,7 +36,7 @@ run: $(STAMP)
 # process. `make test WORKERS=2` runs it in two pytest-xdist workers instead (whole files each, in
 # tests/conftest.py's order `mixed`; each worker starts its own servers; one torch thread a process, as two
 # threads a process on 2 shared cores spin against each other: the engine tier ran 3.3x slower). Not the
-# default yet: 20:16 instead of 27:56 on 2026-12-06, but its zerogpu lab-stop test hung (README).
+# default yet: 17:09 instead of 22:48 on 2026-12-06, but a test or two fail on the load (README).
 WORKERS ?= 0
 XDIST   := $(if $(filter-out 0,$(WORKERS)),-n $(WORKERS) --dist loadfile --no-loadscope-reorder)
 THREADS := $(if $(filter-out 0,$(WORKERS)),OMP_NUM_THREADS=1)
