@@ -4,6 +4,7 @@ Screenshots land in test-output/browser/floor-*.png."""
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
 from tests.browser.controls import first_draw
 
 TAB = "9 · Serving floor"

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from tests.browser.test_browser import fork_at_step, open_tab, run_prompt
 from tests.browser.controls import first_draw
+from tests.browser.test_browser import fork_at_step, open_tab, run_prompt
 
 DECODE = {"en-US": "4 · Decode", "zh-CN": "4 · 解码"}
 

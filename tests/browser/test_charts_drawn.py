@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from tests.browser.marks import drawn, expose_views, missing
 from tests.browser.controls import first_draw
+from tests.browser.marks import drawn, expose_views, missing
 
 LOCALES = {"en": "en-US", "zh": "zh-CN"}
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from tests.browser.controls import first_draw
 
 TAB = {"en-US": "4 · Decode", "zh-CN": "4 · 解码"}
