@@ -68,6 +68,13 @@ def compile_enabled() -> bool:
     return switch("TBT_COMPILE")
 
 
+def compile_autotune() -> bool:
+    """TBT_COMPILE_AUTOTUNE=0 builds the CPU step without Inductor's max-autotune: a build in a third of
+    the time (its GEMM choices not timed), a step that may be slower (the verdict times it all the same).
+    The test suite's one build uses it; a host keeps the default."""
+    return switch("TBT_COMPILE_AUTOTUNE")
+
+
 def compile_pays() -> float:
     """TBT_COMPILE_PAYS: the speed-up over eager a compiled step's package must show to be kept (1.15)."""
     return number("TBT_COMPILE_PAYS", 1.15)

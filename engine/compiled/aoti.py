@@ -20,7 +20,8 @@ code and not inside the .so (RSS +0.72-0.79 GB when loaded instead of +1.36).
 
 A package is kept under TBT_COMPILE_CACHE/aoti, named by a key of everything it depends on:
 model and a fingerprint of its weights, dtype, device (the CPU's flags, the GPU's name), torch and
-transformers versions, the static cache length and this file's and attention.py's source. Its
+transformers versions, the static cache length, Inductor's settings (TBT_COMPILE_AUTOTUNE) and this
+file's and attention.py's source. Its
 JSON sidecar says what the build measured: eager and compiled step time (ROUNDS interleaved rounds,
 the median of each), their ratio, and whether the compiled step's greedy tokens equal eager's.
 
@@ -53,6 +54,14 @@ INDUCTOR_CPU = {
 INDUCTOR_CUDA = {"freezing": True}
 
 
+def inductor_configs(device: torch.device) -> dict:
+    """The build's Inductor settings: the CPU's without max-autotune under TBT_COMPILE_AUTOTUNE=0."""
+    if device.type == "cuda":
+        return INDUCTOR_CUDA
+    return INDUCTOR_CPU if environment.compile_autotune() else {
+        k: v for k, v in INDUCTOR_CPU.items() if not k.startswith("max_autotune")}
+
+
 def folder() -> Path:
     """Where packages are kept: TBT_COMPILE_CACHE (Inductor's own cache is there too)."""
     return environment.compile_cache() / "aoti"
@@ -77,7 +86,7 @@ def key_for(model, device: torch.device, bucket: int) -> str:
     """A name for the package of `model`'s step on this machine (see the module docstring)."""
     h = hashlib.sha256()
     for part in (model.config._name_or_path, str(model.dtype), _machine(device), torch.__version__,
-                 transformers.__version__, str(bucket)):
+                 transformers.__version__, str(bucket), repr(sorted(inductor_configs(device).items()))):
         h.update(part.encode() + b"\0")
     for source in (Path(__file__), Path(attention.__file__)):
         h.update(source.read_bytes())
@@ -144,8 +153,7 @@ def build(fast_model, eager_model, device: torch.device, bucket: int, path: Path
         start = time.monotonic()
         partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.pt2")      # renamed when checked
         torch._inductor.aoti_compile_and_package(
-            exported, package_path=str(partial),
-            inductor_configs=INDUCTOR_CUDA if device.type == "cuda" else INDUCTOR_CPU)
+            exported, package_path=str(partial), inductor_configs=inductor_configs(device))
         compile_s = time.monotonic() - start
         say(0.95, "checking it against eager")
         runner = torch._inductor.aoti_load_package(str(partial))

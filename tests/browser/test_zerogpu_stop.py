@@ -22,6 +22,8 @@ def zero_app(output_dir):
     """The app as on a ZeroGPU Space: (url, the worker log)."""
     log_path = output_dir / "fake-spaces-worker.log"
     log_path.write_text("")
+    for old in output_dir.glob(f"{log_path.name}.*.stacks"):
+        old.unlink()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAKE_SPACES), str(ROOT)]), "SPACES_ZERO_GPU": "true",
            "FAKE_SPACES_LOG": str(log_path)}
     with app_server("zerogpu-server", env, seconds=120) as (_, url):
@@ -35,7 +37,9 @@ def wait_for_line(log: Path, needle: str, timeout_s: float) -> str:
         if needle in text:
             return text
         time.sleep(0.1)
-    raise AssertionError(f"no {needle!r} in the worker log after {timeout_s} s:\n{log.read_text()}")
+    stacks = "".join(f"\n{p.name}:\n{p.read_text()}" for p in sorted(log.parent.glob(f"{log.name}.*.stacks"))
+                     if p.stat().st_size)       # the workers still going after 20 s: where they stand
+    raise AssertionError(f"no {needle!r} in the worker log after {timeout_s} s:\n{log.read_text()}{stacks}")
 
 
 @pytest.fixture()

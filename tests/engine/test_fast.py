@@ -37,11 +37,14 @@ def fast(engine):
     """The path itself is tested here, whatever its speed on this machine: TBT_COMPILE_PAYS=0 keeps the
     package (the verdict, kept only at >= 1.15x, is tests/unit/test_compiled_verdict.py's and this
     module's last test's), and the check's rounds do not wait for a quiet window (engine/compiled/check.py).
-    The session's engine is eager again afterwards (engine.fast = None): the compiled path turned on
-    here never reaches another module's runs, whatever order the tests run in."""
+    TBT_COMPILE_AUTOTUNE=0: Inductor does not time its GEMM choices (the build 138 s -> ~45 s on two
+    loaded cores; the graph, its inputs, outputs and captures are the same; `make bench` builds as a
+    host does). The session's engine is eager again afterwards (engine.fast = None): the compiled path
+    turned on here never reaches another module's runs, whatever order the tests run in."""
     from engine.compiled import check
     mp = pytest.MonkeyPatch()
     mp.setenv("TBT_COMPILE_PAYS", "0")
+    mp.setenv("TBT_COMPILE_AUTOTUNE", "0")
     mp.setattr(check, "QUIET_WAIT_S", 0.0)
     try:
         yield engine.start_fast(wait=True)

@@ -48,3 +48,23 @@ def test_the_works_exception_reaches_the_caller():
         raise ValueError("bad budget")
     with pytest.raises(ValueError, match="bad budget"):
         list(background(work, threading.Event(), lambda f, t: t))
+
+
+def test_a_job_without_news_repeats_itself_on_a_beat_only_where_asked():
+    """ZeroGPU's worker sees a Stop only as an item goes by: there (beat_s) a job standing still says
+    its progress again; elsewhere a quiet job sends nothing (the page stays quiet)."""
+    def still(progress):
+        progress(0.5, "half")
+        time.sleep(0.6)
+        return "done"
+
+    def items(beat_s):
+        gen, seen = background(still, threading.Event(), lambda f, t: t, every=0.05, beat_s=beat_s), []
+        try:
+            while True:
+                seen.append(next(gen))
+        except StopIteration as stop:
+            assert stop.value == "done"
+        return seen
+    assert items(None) == ["half"]
+    assert len(items(0.1)) >= 3 and set(items(0.1)) == {"half"}

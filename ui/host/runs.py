@@ -16,6 +16,7 @@ from pathlib import Path
 
 from engine import environment
 from engine.schema.trace import Trace
+from ui.host.gpu import ZERO_GPU
 
 log = logging.getLogger(__name__)
 
@@ -141,11 +142,18 @@ BUSY = ("this client already has a run in progress; one run at a time per client
 # repeats (a lab repeat, an evaluation question, a back-room child killed at once), so it ends in
 # seconds; past this the caller goes on and the thread (a daemon) is left to end, logged.
 CANCEL_WAIT_S = 30.0
+# On ZeroGPU a Stop reaches the worker only as an item goes by: the cancelled handler in the page's
+# process is closed when its next item arrives, and the worker looks at the stop event after the
+# one after that. A job with no news for a while (a lab repeat on a loaded CPU: 5-10 s each) would
+# keep a pressed Stop waiting two repeats, so there it repeats its progress at least this often.
+BEAT_S = 1.0 if ZERO_GPU else None
 
 
-def background(work, cancel: threading.Event, each, every: float = 0.5, cancel_wait_s: float | None = None):
+def background(work, cancel: threading.Event, each, every: float = 0.5, cancel_wait_s: float | None = None,
+               beat_s: float | None = BEAT_S):
     """Run `work(progress)` on a thread of this process; a generator that yields `each(fraction,
-    text)` when the progress has changed (looking every `every` seconds) and returns work's result.
+    text)` when the progress has changed (looking every `every` seconds), and also when `beat_s`
+    passed without news if it is set, and returns work's result.
 
     Closing it early (a Stop that cancels the event, the only signal that reaches a ZeroGPU worker)
     sets `cancel`, which lives in this process, and waits for the work to stop between repeats.
@@ -164,14 +172,15 @@ def background(work, cancel: threading.Event, each, every: float = 0.5, cancel_w
             box["error"] = exc
     thread = threading.Thread(target=target, daemon=True, name="tbt-background")
     thread.start()
-    shown = None
+    shown, said_at = None, time.monotonic()
     try:
         while thread.is_alive():
             thread.join(every)
-            if thread.is_alive() and latest != shown:
-                # only news: a back-room job standing still for a visitor's run sends none, and
-                # the page (and the server streaming to it) stays quiet while that run goes
-                shown = list(latest)
+            beat = beat_s is not None and time.monotonic() - said_at >= beat_s
+            if thread.is_alive() and (latest != shown or beat):
+                # only news (and ZeroGPU's beat): a back-room job standing still for a visitor's
+                # run sends none, and the page (and the server streaming to it) stays quiet meanwhile
+                shown, said_at = list(latest), time.monotonic()
                 yield each(*latest)
     finally:
         if thread.is_alive():            # closed early
