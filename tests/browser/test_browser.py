@@ -95,8 +95,9 @@ def test_stream_every_chapter_download_and_upload(page, shots, tmp_path):
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["schema"] == "token-by-token/trace@3" and data["prompt"]["raw"] == "什么是量子计算"
 
-    # a second, English run replaces the views; re-uploading the Chinese trace brings them back
-    run_prompt(page, "Xiao Ming went to the supermarket and bought some apples. Then he")
+    # a second, English run (short: the first ran the shipped length) replaces the views; re-uploading
+    # the Chinese trace brings them back
+    run_prompt(page, "Xiao Ming went to the supermarket and bought some apples. Then he", max_tokens=8)
     assert "Then" in page.inner_text("#prompt-chips")
     page.get_by_role("tab", name="Trace file").click()
     page.set_input_files("#upload input[type=file]", str(path))
