@@ -15,7 +15,8 @@ from tests.servers import WORKER, free_port, launch, launch_app, ready  # noqa: 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # The apps started here, the session's included, do not build their compiled decode step (a back-room
 # job of minutes and ~4 GB of disk writes, which tests would otherwise wait for or race with):
-# tests/engine/test_fast.py builds it once, in-process, or finds it on disk, and loads it the app's way.
+# tests/tiny/test_fast.py builds it once (the tiny llama's), in-process, or finds it on disk, and loads it
+# the app's way.
 os.environ.setdefault("TBT_COMPILE", "0")
 
 

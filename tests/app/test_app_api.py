@@ -160,9 +160,9 @@ def test_the_documented_endpoints_keep_their_names(client):
 
 def test_the_session_app_runs_without_its_compiled_step(client):
     """The tests' apps run with TBT_COMPILE=0: the compiled step is built once in the suite, in-process
-    (tests/engine/test_fast.py, which also loads it the app's way and reads /status's "fast" then), so no
-    app spends minutes and gigabytes of disk on a back-room build that other tests would wait for.
-    /status says there is no step and no job, and a run decodes eagerly."""
+    (tests/tiny/test_fast.py, the tiny llama's, which also loads it the app's way and reads /status's
+    "fast" then), so no app spends minutes and gigabytes of disk on a back-room build that other tests
+    would wait for. /status says there is no step and no job, and a run decodes eagerly."""
     status = client.predict(api_name="/status")
     assert {"visitor_runs", "jobs", "turn"} <= set(status["house"]), status["house"]
     assert status["fast"] is None and all(j["kind"] != "compile" for j in status["house"]["jobs"]), status

@@ -39,7 +39,7 @@ def test_trace_command_reports_bad_input_cleanly(tmp_path, engine, monkeypatch, 
 
 @pytest.mark.slow
 def test_bench_command_prints_the_figures(engine, monkeypatch, capsys):
-    # fast: test_fast.py
+    # the compiled figures: tests/tiny/test_fast.py
     done = run_here(engine, monkeypatch, capsys, "bench", "--json", "--new-tokens", "6", "--repeats", "1", "--no-fast")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)

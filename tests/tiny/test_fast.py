@@ -1,10 +1,14 @@
-"""The compiled decode path (engine/compiled/fast.py, engine/compiled/aoti.py) on the embedded model: the step's
-AOTInductor package builds (or is found on disk) and loads, a compiled run gives `generate`'s greedy
-tokens and the eager path's captures, and whatever the step cannot serve stays on the eager path.
+"""The compiled decode path (engine/compiled/fast.py, engine/compiled/aoti.py) on the tiny llama (random
+weights, the embedded tokenizer; tests/tiny/models.py): the step's AOTInductor package builds (or is found
+on disk) and loads, a compiled run gives `generate`'s greedy tokens and the eager path's captures, and
+whatever the step cannot serve stays on the eager path.
 
-The package is built once per machine (a minute or two on two cores, kept under TBT_COMPILE_CACHE),
-in this process: the only build of the suite (the apps the tests start run with TBT_COMPILE=0). It is
-loaded once for this module on the session's engine, which is eager again when the module ends.
+The package is built once per machine (under a minute on two cores, kept under TBT_COMPILE_CACHE), in
+this process: the only build of the suite (the apps the tests start run with TBT_COMPILE=0). The tiny
+model: the step is the same code for any model it fits (engine/compiled/fit.py; the embedded model's
+30 layers made the build 2-3 minutes), and the embedded model's package is what `make bench` builds and
+times as a host does. It is loaded once for this module on the tiny engine, which is eager again when
+the module ends.
 """
 
 from __future__ import annotations
@@ -26,20 +30,27 @@ from engine.schema.packed import SCALE
 from ui.chapters.run import status_md
 from engine.schema.validate import validate
 
-# a package build (minutes on a fresh machine) and a second engine: make test runs it, make quick does not
+# a package build (most of a minute on a fresh machine): make test runs it, make quick does not
 pytestmark = pytest.mark.slow
 BUCKET = BUCKETS[0]
 WATCHED = Settings(max_new_tokens=24, ignore_eos=True, attention=True, logit_lens=True)
 
 
 @pytest.fixture(scope="module")
-def fast(engine):
+def llama(tiny_engine):
+    """The tiny llama's engine, shared with the tier's other modules (tests/tiny/conftest.py)."""
+    return tiny_engine("llama")
+
+
+@pytest.fixture(scope="module")
+def fast(llama):
     """The path itself is tested here, whatever its speed on this machine: TBT_COMPILE_PAYS=0 keeps the
     package (the verdict, kept only at >= 1.15x, is tests/unit/test_compiled_verdict.py's and this
     module's last test's), and the check's rounds do not wait for a quiet window (engine/compiled/check.py).
-    TBT_COMPILE_AUTOTUNE=0: Inductor does not time its GEMM choices (the build 138 s -> ~45 s on two
-    loaded cores; the graph, its inputs, outputs and captures are the same; `make bench` builds as a
-    host does). The session's engine is eager again afterwards (engine.fast = None): the compiled path
+    TBT_COMPILE_AUTOTUNE=0: Inductor does not time its GEMM choices (the graph, its inputs, outputs
+    and captures are the same; `make bench` builds as a host does). Measured on two cores (Intel Xeon,
+    2026-12-06, an empty cache): the embedded model's build 115-138 s with max-autotune, 72 s without;
+    the tiny llama's 14 s without. The tiny engine is eager again afterwards (llama.fast = None): the compiled path
     turned on here never reaches another module's runs, whatever order the tests run in."""
     from engine.compiled import check
     mp = pytest.MonkeyPatch()
@@ -47,18 +58,18 @@ def fast(engine):
     mp.setenv("TBT_COMPILE_AUTOTUNE", "0")
     mp.setattr(check, "QUIET_WAIT_S", 0.0)
     try:
-        yield engine.start_fast(wait=True)
+        yield llama.start_fast(wait=True)
     finally:
-        engine.fast = None
+        llama.fast = None
         mp.undo()
 
 
-def eager(engine, prompt: str, settings: Settings, **kwargs) -> Trace:
-    kept, engine.fast = engine.fast, None
+def eager(llama, prompt: str, settings: Settings, **kwargs) -> Trace:
+    kept, llama.fast = llama.fast, None
     try:
-        return run_trace(engine, prompt, settings, **kwargs)
+        return run_trace(llama, prompt, settings, **kwargs)
     finally:
-        engine.fast = kept
+        llama.fast = kept
 
 
 def test_the_step_builds_loads_and_says_what_its_build_measured(fast):
@@ -71,7 +82,7 @@ def test_the_step_builds_loads_and_says_what_its_build_measured(fast):
     assert not fast.ready("plain", None)          # a run longer than every bucket has no step
 
 
-def test_the_app_s_way_loads_the_package_on_disk_and_status_says_so(engine, fast, monkeypatch):
+def test_the_app_s_way_loads_the_package_on_disk_and_status_says_so(llama, fast, monkeypatch):
     """What the app does at start (Engine.start_fast without wait: FastPath.build_in_background): the
     package built above is on disk with its verdict, so it is loaded as it is (no back-room build), and
     /status's "fast" says "ready" with what the build measured."""
@@ -87,33 +98,33 @@ def test_the_app_s_way_loads_the_package_on_disk_and_status_says_so(engine, fast
     def no_build(*args, **kwargs):
         raise AssertionError("a back-room build of a package that is on disk")
     monkeypatch.setattr(fast_module.backroom, "call", no_build)
-    app_s = FastPath(engine.model, engine.device, engine.info.id)
+    app_s = FastPath(llama.model, llama.device, llama.info.id)
     app_s.build_in_background(BUCKET)
     state = wait_until(lambda: (st := app_s.state("plain", BUCKET)) not in ("queued", "building") and st, 120,
                        "the package's load from disk", every_s=0.2)
     assert state == "ready", state
-    kept, engine.fast = engine.fast, app_s
+    kept, llama.fast = llama.fast, app_s
     try:
-        models = SimpleNamespace(engine=engine, engines={EMBEDDED: engine}, allowed=[EMBEDDED], default=EMBEDDED,
+        models = SimpleNamespace(engine=llama, engines={EMBEDDED: llama}, allowed=[EMBEDDED], default=EMBEDDED,
                                  notice=lambda: "")
         step = StatusEndpoints(models).status()["fast"][f"step@{BUCKET}"]
         assert step["state"] == "ready" and step["same_tokens"] is True and step["pays_at"] == 0, step
         assert step["ratio"] == fast.describe()[f"step@{BUCKET}"]["ratio"]      # the sidecar's, not timed again
-        assert compiled_md(engine, "en") is None            # a step in use: nothing to explain
-        assert run_trace(engine, "Hi", Settings(max_new_tokens=3, ignore_eos=True)).observation.decode == "compiled"
+        assert compiled_md(llama, "en") is None            # a step in use: nothing to explain
+        assert run_trace(llama, "Hi", Settings(max_new_tokens=3, ignore_eos=True)).observation.decode == "compiled"
     finally:
-        engine.fast = kept
+        llama.fast = kept
 
 
-def test_compiled_greedy_tokens_equal_generate(engine, fast):
-    result = identical(engine, 40, PROMPTS[:3])
+def test_compiled_greedy_tokens_equal_generate(llama, fast):
+    result = identical(llama, 40, PROMPTS[:3])
     assert all(r["path"] == "compiled" for r in result.values()), result
     assert all(r["equal"] for r in result.values()), result
 
 
-def test_a_watched_compiled_run_captures_what_the_eager_path_captures(engine, fast):
+def test_a_watched_compiled_run_captures_what_the_eager_path_captures(llama, fast):
     prompt = "什么是量子计算？"
-    compiled, reference = run_trace(engine, prompt, WATCHED), eager(engine, prompt, WATCHED)
+    compiled, reference = run_trace(llama, prompt, WATCHED), eager(llama, prompt, WATCHED)
     assert (compiled.observation.decode, compiled.observation.static_cache_tokens) == ("compiled", BUCKET)
     assert (reference.observation.decode, reference.observation.static_cache_tokens) == ("eager", None)
     assert [s.id for s in compiled.steps] == [s.id for s in reference.steps]
@@ -127,7 +138,7 @@ def test_a_watched_compiled_run_captures_what_the_eager_path_captures(engine, fa
         a, b = mine.unpack(), theirs.unpack()
         assert a.shape == b.shape
         np.testing.assert_allclose(a, b, atol=1 / SCALE + 2e-5)
-    lensed = zip(exported(engine, compiled).steps, exported(engine, reference).steps)
+    lensed = zip(exported(llama, compiled).steps, exported(llama, reference).steps)
     for mine, theirs in lensed:     # the lens from the graph's hidden states
         assert [g.id for g in mine.lens] == [g.id for g in theirs.lens]
         assert [g.p for g in mine.lens] == pytest.approx([g.p for g in theirs.lens], abs=1e-4)
@@ -136,50 +147,50 @@ def test_a_watched_compiled_run_captures_what_the_eager_path_captures(engine, fa
     assert "eager" in status_md(reference, "en")
 
 
-def test_runs_of_any_prompt_length_use_the_one_step(engine, fast):
+def test_runs_of_any_prompt_length_use_the_one_step(llama, fast):
     plain = Settings(max_new_tokens=12, ignore_eos=True)
     for prompt, settings in [("Hello, world!", plain), ("A much longer prompt " * 20, plain),
                              ("Hi", dataclasses.replace(WATCHED, max_new_tokens=6))]:
-        assert run_trace(engine, prompt, settings).observation.decode == "compiled"
+        assert run_trace(llama, prompt, settings).observation.decode == "compiled"
 
 
-def test_sampling_stays_outside_the_graph(engine, fast):
+def test_sampling_stays_outside_the_graph(llama, fast):
     sampled = Settings(max_new_tokens=20, temperature=0.9, top_k=40, top_p=0.95, seed=7, ignore_eos=True)
-    compiled, reference = run_trace(engine, "Tell me a story.", sampled), eager(engine, "Tell me a story.", sampled)
+    compiled, reference = run_trace(llama, "Tell me a story.", sampled), eager(llama, "Tell me a story.", sampled)
     assert compiled.observation.decode == "compiled"
     assert [s.id for s in compiled.steps] == [s.id for s in reference.steps]
 
 
-def test_what_the_step_cannot_serve_stays_eager(engine, fast):
+def test_what_the_step_cannot_serve_stays_eager(llama, fast):
     long = Settings(max_new_tokens=BUCKET, ignore_eos=True)          # prompt + new tokens > the bucket
-    events = stream_trace(engine, "Hello", long)
+    events = stream_trace(llama, "Hello", long)
     for event in events:
         if event.kind == "step":
             break
     events.close()
     assert event.trace.observation.decode == "eager"
-    assert bucket_for(len(event.trace.prompt.tokens) + BUCKET, engine.info.context_length) is None
+    assert bucket_for(len(event.trace.prompt.tokens) + BUCKET, llama.info.context_length) is None
     no_cache = Settings(max_new_tokens=4, use_cache=False)
-    assert run_trace(engine, "Hello", no_cache).observation.decode == "eager"
+    assert run_trace(llama, "Hello", no_cache).observation.decode == "eager"
 
 
-def test_a_compiled_run_can_be_forked(engine, fast):
-    run = run_trace(engine, "Name three colours.", Settings(max_new_tokens=10, ignore_eos=True), keep_cache=True)
+def test_a_compiled_run_can_be_forked(llama, fast):
+    run = run_trace(llama, "Name three colours.", Settings(max_new_tokens=10, ignore_eos=True), keep_cache=True)
     assert run.observation.decode == "compiled"
-    kept = engine.prefixes.get((run.run_id, ROOT))
+    kept = llama.prefixes.get((run.run_id, ROOT))
     assert kept.get_seq_length() == len(run.prompt.tokens) + len(run.steps) - 1   # the last token was not fed
     at, token = 4, next(c.id for c in run.steps[4].candidates if c.id != run.steps[4].id)
-    branch = run_fork(engine, run, at, token, max_new_tokens=6).branches[-1]
+    branch = run_fork(llama, run, at, token, max_new_tokens=6).branches[-1]
     assert branch.rebuilt_ms is None
     prefix = [t.id for t in run.prompt.tokens] + [s.id for s in run.steps[:at]] + [token]
     with torch.inference_mode():
-        out = engine.model.generate(input_ids=torch.tensor([prefix]), max_new_tokens=6, min_new_tokens=6,
+        out = llama.model.generate(input_ids=torch.tensor([prefix]), max_new_tokens=6, min_new_tokens=6,
                                     do_sample=False)
     assert [s.id for s in branch.steps[1:]] == out[0, len(prefix):].tolist()
 
 
-def test_the_bench_figures(engine, fast):
-    result = fast_figures(engine, PROMPTS[0], new_tokens=8, repeats=1)
+def test_the_bench_figures(llama, fast):
+    result = fast_figures(llama, PROMPTS[0], new_tokens=8, repeats=1)
     assert result["fast_identical"] is True, result["fast_identical_prompts"]
     assert set(result["fast_identical_prompts"]) == set(PROMPTS)
     for key in ("fast_tok_s", "fast_ratio", "fast_capture_tok_s", "fast_capture_ratio", "fast_tpot_ms",
@@ -188,19 +199,19 @@ def test_the_bench_figures(engine, fast):
     # one repeat: the ratio is that round's ratio
     assert result["fast_ratio"] == pytest.approx(result["fast_tok_s"] / result["fast_hf_generate_tok_s"])
     assert result["fast_static_cache_tokens"] == BUCKET
-    assert greedy_ids(engine, PROMPTS[2], 8)        # the reference itself produces tokens
+    assert greedy_ids(llama, PROMPTS[2], 8)        # the reference itself produces tokens
 
 
-def test_a_run_beside_a_compile_says_its_times_suffer(engine, fast, monkeypatch):
+def test_a_run_beside_a_compile_says_its_times_suffer(llama, fast, monkeypatch):
     monkeypatch.setattr(fast, "compiling", 1)          # as while an in-process build runs
-    trace = run_trace(engine, "Hi", Settings(max_new_tokens=3, ignore_eos=True))
+    trace = run_trace(llama, "Hi", Settings(max_new_tokens=3, ignore_eos=True))
     assert trace.observation.beside_compile
     assert "being built in the background" in status_md(trace, "en") and "后台正在编译" in status_md(trace, "zh")
     monkeypatch.setattr(fast, "compiling", 0)
-    assert not run_trace(engine, "Hi", Settings(max_new_tokens=3, ignore_eos=True)).observation.beside_compile
+    assert not run_trace(llama, "Hi", Settings(max_new_tokens=3, ignore_eos=True)).observation.beside_compile
 
 
-def test_other_threads_step_through_the_serving_main_thread(engine, fast):
+def test_other_threads_step_through_the_serving_main_thread(llama, fast):
     """The app's runs are on worker threads: their compiled steps go to the main thread, which
     serves them (here: this test's thread, the main one); without it they decode eagerly."""
     import threading
@@ -211,7 +222,7 @@ def test_other_threads_step_through_the_serving_main_thread(engine, fast):
         while wait_for_main and not MAIN.serving:
             time.sleep(0.01)
         try:
-            results["trace"] = run_trace(engine, "Hello", Settings(max_new_tokens=4, ignore_eos=True))
+            results["trace"] = run_trace(llama, "Hello", Settings(max_new_tokens=4, ignore_eos=True))
             results["thread"] = threading.current_thread() is not threading.main_thread()
         finally:
             stop.set()
@@ -230,7 +241,7 @@ def test_other_threads_step_through_the_serving_main_thread(engine, fast):
 
 
 def test_a_package_timed_slower_on_a_busy_machine_is_timed_again_and_deleted_on_a_quiet_verdict(
-        engine, fast, tmp_path, monkeypatch):
+        llama, fast, tmp_path, monkeypatch):
     """A build on a busy machine can time the compiled step slower than eager: that verdict is not
     final (the package stays on disk, unloaded) and the next start times it again. A verdict under the
     shipped threshold deletes a package that does not reach it; differing tokens stay refused."""
@@ -245,13 +256,13 @@ def test_a_package_timed_slower_on_a_busy_machine_is_timed_again_and_deleted_on_
     busy = {**json.loads(fast.package(BUCKET).with_suffix(".json").read_text()),
             "use": False, "final": False, "eager_ms": 313.0, "compiled_ms": 1210.0, "pays_at": aoti.pays()}
     path.with_suffix(".json").write_text(json.dumps(busy))
-    meta = aoti.ready_meta(fast.model, engine.model, engine.device, BUCKET, path)
+    meta = aoti.ready_meta(fast.model, llama.model, llama.device, BUCKET, path)
     assert (meta["eager_ms"], meta["compiled_ms"]) != (313.0, 1210.0)            # timed again
     assert json.loads(path.with_suffix(".json").read_text()) == meta              # and kept
     monkeypatch.setenv("TBT_COMPILE_PAYS", "1000")                                # a rule no step reaches
-    meta = aoti.ready_meta(fast.model, engine.model, engine.device, BUCKET, path)
+    meta = aoti.ready_meta(fast.model, llama.model, llama.device, BUCKET, path)
     assert not meta["use"] and "1000" in meta["why"]
     assert meta["final"] is False or not path.exists()    # a quiet verdict deletes it; a busy one keeps it
     refused = {**meta, "use": False, "same_tokens": False, "final": True, "why": "its greedy tokens differ"}
     path.with_suffix(".json").write_text(json.dumps(refused))
-    assert aoti.ready_meta(fast.model, engine.model, engine.device, BUCKET, path) == refused   # differing tokens stay refused
+    assert aoti.ready_meta(fast.model, llama.model, llama.device, BUCKET, path) == refused   # stays refused
