@@ -157,7 +157,7 @@ KINDS = tuple(FORBIDDEN)
 
 def pytest_collection_modifyitems(config, items):
     tests = Path(__file__).resolve().parent
-    misplaced = []
+    misplaced, kinds = [], {}
     for item in items:
         parts = Path(str(item.path)).resolve().relative_to(tests).parts
         kind = parts[0] if len(parts) > 1 else None
@@ -165,27 +165,27 @@ def pytest_collection_modifyitems(config, items):
             misplaced.append(f"{item.nodeid}: not in a kind's folder (tests/{{{','.join(KINDS)}}}/)")
             continue
         item.add_marker(kind)
+        kinds[item.path] = kind
         if wrong := FORBIDDEN[kind] & set(item.fixturenames):
             misplaced.append(f"{item.nodeid}: a {kind} test asks for {', '.join(sorted(wrong))}")
     if misplaced:
         raise pytest.UsageError("tests in the wrong folder:\n  " + "\n  ".join(misplaced))
     if WORKER:
-        items[:] = mixed(items)
+        items[:] = mixed(items, kinds)
 
 
-def mixed(items: list) -> list:
+def mixed(items: list, kinds: dict) -> list:
     """`make test WORKERS=2`'s order for its xdist workers (`--dist loadfile --no-loadscope-reorder`: each worker
     takes the next file in this order when it is free). The light tiers first (unit, tiny) while the
     servers start; then two files that drive a server (app, browser: mostly waiting on it) for each
     file of the engine tier (the model in the worker's own process), so that the two workers mostly
     run one of each instead of two that want the same thing. Every worker collects the same order."""
-    files: dict[str, list] = {}
+    files: dict = {}          # {file: its items}, files in collection order
     for item in items:
-        files.setdefault(item.nodeid.split("::")[0], []).append(item)
-    kind = {name: name.split("/")[1] for name in files}
-    first = [f for f in files if kind[f] in ("unit", "tiny")]
-    served = [f for f in files if kind[f] in ("app", "browser")]
-    local = [f for f in files if kind[f] == "engine"]
+        files.setdefault(item.path, []).append(item)
+    first = [f for f in files if kinds[f] in ("unit", "tiny")]
+    served = [f for f in files if kinds[f] in ("app", "browser")]
+    local = [f for f in files if kinds[f] == "engine"]
     order = list(first)
     while served or local:
         order += served[:2] + local[:1]
