@@ -40,14 +40,31 @@ def run_prompt(page, prompt: str, max_tokens: int | None = None) -> dict:
     page.fill("#prompt textarea", prompt)
     # the previous run's "every chapter drawn" marker goes, so the wait below is for this run's
     page.evaluate("() => document.querySelector('#output .tbt-rendered')?.remove()")
+    page.evaluate(SEE_FIRST_STEPS_JS)
     page.click("#run")
-    page.wait_for_selector("#output .tbt-step", timeout=60_000)
-    seen = {"steps_while_running": page.locator("#output .tbt-step").count(),
-            "caret_while_running": page.locator("#output .tbt-caret").count() > 0,
-            "stale_banner_while_running": page.locator("#stale").is_visible()}
+    page.wait_for_function("() => window.tbtFirstSteps", timeout=60_000)
     # the run's .then() draws every chapter and then marks the output as rendered
     page.wait_for_selector("#output .tbt-rendered", state="attached", timeout=180_000)
-    return seen
+    return page.evaluate("() => window.tbtFirstSteps")
+
+
+# What the page showed when the run's first tokens came, recorded in the page as it changed (read
+# afterwards, a loaded machine's 64 tokens could all be there before the test looked)
+SEE_FIRST_STEPS_JS = """() => {
+  window.tbtFirstSteps = null;
+  const out = document.querySelector('#output');
+  const watch = new MutationObserver(() => {
+    const steps = out.querySelectorAll('.tbt-step').length;
+    if (!steps) return;
+    const stale = document.querySelector('#stale'), box = stale?.getBoundingClientRect();
+    window.tbtFirstSteps = {steps_while_running: steps,
+                            caret_while_running: out.querySelectorAll('.tbt-caret').length > 0,
+                            stale_banner_while_running: !!(box && box.width && box.height
+                                                           && getComputedStyle(stale).visibility !== 'hidden')};
+    watch.disconnect();
+  });
+  watch.observe(out, {childList: true, subtree: true, characterData: true});
+}"""
 
 
 def fork_at_step(page, step: int, key: str) -> None:
