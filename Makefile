@@ -32,12 +32,12 @@ chromium:
 run: $(STAMP)
 	$(PY) app.py --port $(PORT)
 
-# Every kind of test: tests/unit, tests/engine, tests/app (live servers), tests/browser (Chromium), in one
-# process. `make test WORKERS=2` runs it in two pytest-xdist workers instead (whole files each, in
-# tests/conftest.py's order `mixed`; each worker starts its own servers; one torch thread a process, as two
-# threads a process on 2 shared cores spin against each other: the engine tier ran 3.3x slower). Not the
-# default yet: 17:09 instead of 22:48 on 2026-12-06, but a test or two fail on the load (README).
-WORKERS ?= 0
+# Every kind of test: tests/unit, tests/engine, tests/app (live servers), tests/browser (Chromium), in two
+# pytest-xdist workers (whole files each, in tests/conftest.py's order `mixed`; each worker starts its own
+# servers) with one torch thread a process: two threads a process on 2 shared cores spin against each
+# other (the engine tier ran 3.3x slower). 14:46 on 2026-12-06 against 22:48 in one process (README);
+# a third worker gained nothing (the cores are ~93% busy with two). `make test WORKERS=0`: one process.
+WORKERS ?= 2
 XDIST   := $(if $(filter-out 0,$(WORKERS)),-n $(WORKERS) --dist loadfile --no-loadscope-reorder)
 THREADS := $(if $(filter-out 0,$(WORKERS)),OMP_NUM_THREADS=1)
 test: $(STAMP) $(LLAMA) chromium
