@@ -175,7 +175,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def mixed(items: list, kinds: dict) -> list:
-    """`make test WORKERS=2`'s order for its xdist workers (`--dist loadfile --no-loadscope-reorder`: each worker
+    """`make test`'s order for its xdist workers (`--dist loadfile --no-loadscope-reorder`: each worker
     takes the next file in this order when it is free). The light tiers first (unit, tiny) while the
     servers start; then two files that drive a server (app, browser: mostly waiting on it) for each
     file of the engine tier (the model in the worker's own process), so that the two workers mostly

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from tests.paths import OUTPUT, ROOT
 
 STARTED: dict[int, subprocess.Popen] = {}       # process id -> the server process, until it is stopped
-# `make test WORKERS=2` runs the suite in pytest-xdist workers (gw0, gw1, ...), each with its own servers:
+# `make test` runs the suite in pytest-xdist workers (gw0, gw1, ...), each with its own servers:
 # their logs, ports and shared-run folders carry the worker's name so that no two can meet.
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 
