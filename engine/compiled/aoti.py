@@ -21,9 +21,9 @@ code and not inside the .so (RSS +0.72-0.79 GB when loaded instead of +1.36).
 A package is kept under TBT_COMPILE_CACHE/aoti, named by a key of everything it depends on:
 model and a fingerprint of its weights, dtype, device (the CPU's flags, the GPU's name), torch and
 transformers versions, the static cache length, Inductor's settings (TBT_COMPILE_AUTOTUNE) and this
-file's and attention.py's source. Its
-JSON sidecar says what the build measured: eager and compiled step time (ROUNDS interleaved rounds,
-the median of each), their ratio, and whether the compiled step's greedy tokens equal eager's.
+file's and attention.py's source. Its JSON sidecar says what the build measured: eager and compiled
+step time (ROUNDS interleaved rounds, the median of each), their ratio, and whether the compiled
+step's greedy tokens equal eager's.
 
 The package is kept only where it pays (engine/compiled/verdict.py: >= 1.15x with the same
 tokens); otherwise only its sidecar stays, saying why, and the host decodes eagerly.
