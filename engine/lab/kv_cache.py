@@ -42,7 +42,7 @@ def run(engine: Engine, quick: bool = False, progress=None, cancel: threading.Ev
             for r in range(repeats):                   # interleaved: on, off, on, off ...
                 for name, use_cache in MODES:
                     steps.tick(f"{name.replace('_', ' ')}, run {r + 1} of {repeats}")
-                    runs[name].append(greedy_timing(engine.model, ids, n, use_cache))
+                    runs[name].append(greedy_timing(engine.model, ids, n, use_cache, cancel))
     except Stopped:
         partial = True
     return summarize(engine, runs, prompt, len(ids), n, repeats, partial)

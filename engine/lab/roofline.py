@@ -138,7 +138,7 @@ def run(engine: Engine, quick: bool = False, progress=None, cancel: threading.Ev
             runs = []
             for r in range(repeats):
                 steps.tick(f"measuring TTFT and TPOT, run {r + 1} of {repeats}")
-                runs.append(greedy_timing(engine.model, ids, n))
+                runs.append(greedy_timing(engine.model, ids, n, cancel=cancel))
         measured = medians(ttft_ms=[r["ttft_ms"] for r in runs],
                            tpot_ms=[sum(r["step_ms"]) / len(r["step_ms"]) for r in runs])
     except Stopped:

@@ -171,5 +171,5 @@ def measure(engine: Engine, models: dict[str, tuple], rows: dict[str, dict], tex
     for r in range(repeats):             # interleaved: fp32, bf16, int8, nf4, fp32, ...
         for fmt, (model, _) in models.items():
             steps.tick(f"{fmt}: generation {r + 1} of {repeats}")
-            runs[fmt].append(greedy_timing(model, prompt_ids, n))
+            runs[fmt].append(greedy_timing(model, prompt_ids, n, cancel=steps.cancel))
             rows[fmt].update(timing_summary(runs[fmt]), tokens=runs[fmt][0]["tokens"])
