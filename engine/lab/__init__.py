@@ -8,8 +8,8 @@ FLOP/s, next to what was measured), and what servers do (batching.py): `batching
 frontier) and `verify` (one pass over k new tokens, the price speculative decoding pays); and
 `speculative` (speculative.py: prompt lookup, and a `draft` model if given, against plain greedy). Each
 uses a warm-up run and repeats, reports medians with their spread, reports progress as (fraction,
-text), and stops between runs when `cancel` is set, returning what it measured marked
-"partial": true.
+text), and stops between runs when `cancel` is set (the KV cache, weights and roofline runs also
+between their passes: measure.greedy_timing), returning what it measured marked "partial": true.
 
 Fair timings: each experiment times inside `engine.exclusive(...)` ("exclusive": true in its
 section), so a visitor's run waits at its next forward pass instead of sharing the CPU or GPU with

@@ -117,7 +117,7 @@ class LabActions:
     def runner(self, name: str):
         def experiment(results, lang, model_choice, model_id, request: gr.Request):
             """A generator: its progress shows in the section's note, and closing it (Stop on
-            ZeroGPU) stops the experiment between repeats (ui/runs.background)."""
+            ZeroGPU) stops the experiment before its next model pass (ui/host/runs.background)."""
             engine = self.models.get(model_id, lang)     # the visitor's model
             mode = lab_mode(engine.info.id)
             if mode != "on":               # hidden buttons, a hub model, or a crafted call: no run

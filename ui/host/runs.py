@@ -139,8 +139,9 @@ BUSY = ("this client already has a run in progress; one run at a time per client
 
 
 # How long a closed background job is waited for once cancelled: the work checks `cancel` between
-# repeats (a lab repeat, an evaluation question, a back-room child killed at once), so it ends in
-# seconds; past this the caller goes on and the thread (a daemon) is left to end, logged.
+# passes or repeats (a lab run's model pass, an evaluation question, a back-room child killed at
+# once), so it ends in seconds; past this the caller goes on and the thread (a daemon) is left to
+# end, logged.
 CANCEL_WAIT_S = 30.0
 # On ZeroGPU a Stop reaches the worker only as an item goes by: the cancelled handler in the page's
 # process is closed when its next item arrives, and the worker looks at the stop event after the
@@ -156,7 +157,7 @@ def background(work, cancel: threading.Event, each, every: float = 0.5, cancel_w
     passed without news if it is set, and returns work's result.
 
     Closing it early (a Stop that cancels the event, the only signal that reaches a ZeroGPU worker)
-    sets `cancel`, which lives in this process, and waits for the work to stop between repeats.
+    sets `cancel`, which lives in this process, and waits for the work to stop (engine/lab: before its next pass).
     Locks the work needs are taken inside `work`: Gradio may resume a generator on another thread,
     and a lock must be released by the thread that took it."""
     box: dict = {}
