@@ -99,9 +99,16 @@ def fluid(spec: dict) -> dict:
 
 class Plot(gr.Plot):
     """gr.Plot whose Altair charts fit a narrow box (`fluid`). (No __init__ of its own: Gradio reads a
-    component's settings, elem_id included, from its class's __init__ signature.)"""
+    component's settings, elem_id included, from its class's __init__ signature.)
+
+    An Altair chart is sent as its spec without Altair's check against the Vega-Lite schema
+    (gr.Plot's `to_json()` runs it at every draw: a quarter of the server's time on a page's first
+    draw, ~0.25 s of CPU a visitor). The charts are the page's own, built by viz/; the tests check
+    every one of them against the schema (tests/unit, tests/tiny/test_views.py) and in Chromium."""
 
     def postprocess(self, value) -> PlotData | None:
+        if value is not None and not isinstance(value, PlotData) and "altair" in type(value).__module__:
+            return PlotData(type="altair", plot=json.dumps(fluid(value.to_dict(validate=False))))
         data = super().postprocess(value)
         if data is not None and data.type == "altair":
             data = PlotData(type=data.type, plot=json.dumps(fluid(json.loads(data.plot))))
