@@ -35,6 +35,7 @@ from ui.host.gpu import for_tokens, on_gpu, stop_cancels
 from ui.host.recordings import examples, is_recording, recorded, recording_file
 from ui.page.bar import explore_bar
 from ui.page.i18n import t, text
+from ui.page.same_draw import SameDraws
 
 
 def recording_html(trace, lang: str) -> str:
@@ -44,6 +45,8 @@ def recording_html(trace, lang: str) -> str:
                             device=escape(device_name(trace.model.device)))
     return f'<div class="tbt-recording">{words}</div>'
 
+
+SAME = SameDraws()      # the recording's chapters, per language and controls
 
 # a click on an answer token brings the Decode chapter (now on that step) into sight
 SHOW_DECODE_JS = "() => document.querySelector('#explore-chapters')?.scrollIntoView({block: 'start'})"
@@ -174,8 +177,12 @@ class Explore:
         # the recording follows the language, unless the visitor has forked it (keep the branches)
         if trace is None or (is_recording(trace) and not (tree and tree.branches)):
             trace = recorded(lang)["next"]
-            return {self.trace: trace, self.tree: trace, self.branch: ROOT,
-                    **self.render(trace, *controls_lang, trace, ROOT, write_file=False, recording=True)}
+
+            def draw():
+                return self.render(trace, *controls_lang, trace, ROOT, write_file=False, recording=True)
+            models = self.run.models        # the same for every visitor: drawn once (ui/page/same_draw.py)
+            views = SAME.get((models.default, *controls_lang), draw) if models.loaded else draw()
+            return {self.trace: trace, self.tree: trace, self.branch: ROOT, **views}
         return self.render(trace, *controls_lang, tree, branch, write_file=False)
 
     def download(self, trace, tree, write_file: bool, recording: bool, lens_file: bool, lang: str):

@@ -102,14 +102,25 @@ class Plot(gr.Plot):
     component's settings, elem_id included, from its class's __init__ signature.)
 
     An Altair chart is sent as its spec without Altair's check against the Vega-Lite schema
-    (gr.Plot's `to_json()` runs it at every draw: a quarter of the server's time on a page's first
-    draw, ~0.25 s of CPU a visitor). The charts are the page's own, built by viz/; the tests check
+    (gr.Plot's `to_json()` runs it at every draw: ~0.1 s of the server's CPU in each page's first
+    draw of ~60 charts). The charts are the page's own, built by viz/; the tests check
     every one of them against the schema (tests/unit, tests/tiny/test_views.py) and in Chromium."""
 
     def postprocess(self, value) -> PlotData | None:
-        if value is not None and not isinstance(value, PlotData) and "altair" in type(value).__module__:
-            return PlotData(type="altair", plot=json.dumps(fluid(value.to_dict(validate=False))))
+        if is_altair(value):
+            return sent(value)
+        if isinstance(value, PlotData):        # sent already (ui/page/same_draw.py)
+            return value
         data = super().postprocess(value)
         if data is not None and data.type == "altair":
             data = PlotData(type=data.type, plot=json.dumps(fluid(json.loads(data.plot))))
         return data
+
+
+def is_altair(value) -> bool:
+    return value is not None and not isinstance(value, PlotData) and "altair" in type(value).__module__
+
+
+def sent(chart) -> PlotData:
+    """An Altair chart as the chart box sends it: its spec, fitted to a narrow box (`fluid`)."""
+    return PlotData(type="altair", plot=json.dumps(fluid(chart.to_dict(validate=False))))

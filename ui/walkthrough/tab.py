@@ -29,6 +29,9 @@ from ui.page.bar import walkthrough_bar
 from ui.page.i18n import STRINGS, t, text
 from ui.walkthrough.steps import LAB_STEP, STEPS, drawn
 from ui.page.plot import Plot
+from ui.page.same_draw import SameDraws
+
+SAME = SameDraws()      # the recording's steps, per language and presenter mode
 
 KEYS_JS = """
 document.addEventListener('keydown', (e) => {
@@ -52,7 +55,13 @@ class Walkthrough:
         self.outputs = 1 + sum(len(s.parts) for s in STEPS)
 
     def views(self, live: dict | None, lang: str, present: bool) -> list:
-        """Every step's visual, from the live traces if there are any, else the recording."""
+        """Every step's visual, from the live traces if there are any, else the recording (drawn
+        once per language and mode: ui/page/same_draw.py)."""
+        if not live and self.models.loaded:
+            return SAME.get((self.models.default, lang, present), lambda: self.drawn_views(None, lang, present))
+        return self.drawn_views(live, lang, present)
+
+    def drawn_views(self, live: dict | None, lang: str, present: bool) -> list:
         traces = live or recorded(lang)
         example = traces["next"]
         if live:
