@@ -69,3 +69,26 @@ def test_a_job_without_news_repeats_itself_on_a_beat_only_where_asked():
     assert items(None) == ["half"]
     beaten = items(0.1)
     assert len(beaten) >= 3 and set(beaten) == {"half"}
+
+
+def test_on_zerogpu_the_pages_stop_flag_closes_the_gpu_call_between_its_items():
+    """ui/chapters/lab.LabActions.stoppable: Stop ends the worker's call from the page's process,
+    whether or not Gradio closes the cancelled event's generator."""
+    from types import SimpleNamespace
+    from ui.chapters.lab import LabActions
+    closed, request = [], SimpleNamespace(session_hash="tab-1")
+
+    def call(results, lang, model_choice, model_id, request):     # the GPU call: items forever
+        try:
+            n = 0
+            while True:
+                n += 1
+                yield n
+        finally:
+            closed.append(n)
+    actions = LabActions(models=None)
+    items = actions.stoppable(call)(None, "en", None, "m", request)
+    assert [next(items), next(items)] == [1, 2]
+    actions.stop(request)                      # the Stop button, in the page's process
+    assert list(items) == [] and closed == [2]     # closed before its next item
+    assert len(actions.flags) == 0
