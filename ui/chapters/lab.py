@@ -161,9 +161,10 @@ class LabActions:
     def stoppable(self, call):
         """On ZeroGPU, `call` (a generator run in the GPU worker) with this process's Stop flag
         looked at as each of its items goes by (at least once a second: runs.BEAT_S): Stop closes
-        the call from here, which stops the worker. The Stop button also cancels the event, but a
-        cancelled event's generator was once never closed by Gradio (3 of 6 two-worker `make test`
-        runs on 2026-12-06: the lab experiment went on after Stop)."""
+        the call from here, which stops the worker. The Stop button also cancels the event, but
+        with that alone the cancelled event's generator was sometimes never closed (2 of 3
+        two-worker `make test` runs on 2026-12-06: the experiment went on after Stop; the test's
+        worker log showed no stop sent from the page's process)."""
         @functools.wraps(call)
         def experiment(results, lang, model_choice, model_id, request: gr.Request):
             with self.flags.running(request) as flag:
