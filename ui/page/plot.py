@@ -109,12 +109,7 @@ class Plot(gr.Plot):
     def postprocess(self, value) -> PlotData | None:
         if is_altair(value):
             return sent(value)
-        if isinstance(value, PlotData):        # sent already (ui/page/same_draw.py)
-            return value
-        data = super().postprocess(value)
-        if data is not None and data.type == "altair":
-            data = PlotData(type=data.type, plot=json.dumps(fluid(json.loads(data.plot))))
-        return data
+        return super().postprocess(value)     # PlotData (sent already: ui/page/same_draw.py) as it is
 
 
 def is_altair(value) -> bool:
