@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 LLAMA  := $(VENV)/.llama-stamp
 PORT   ?= 7860
 
-.PHONY: run test quick engine bench lab load soak fairness traces chromium clean
+.PHONY: run test quick numerics engine bench lab load soak fairness traces chromium clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,17 @@ test: $(STAMP) $(LLAMA) chromium
 # browser, no llama.cpp build. `make engine` adds the embedded model's tier (about 3.5 min more).
 quick: $(STAMP)
 	$(PY) -m pytest -m "(unit or tiny) and not slow"
+
+# Floats (and greedy tokens) that two code paths computed, compared under every ATen kernel set this CPU
+# has and with 1 and 2 torch threads: the tests marked `numerics` (tests/numerics.py says how they compare).
+# The machines alternate between Intel Xeon (AVX-512) and AMD EPYC (AVX2); a tolerance that holds on one
+# kind only fails here, on either kind.
+CAPS := $(if $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo y),avx512) avx2 default
+numerics: $(STAMP)
+	@set -e; for cap in $(CAPS); do for threads in 1 2; do \
+		echo "== ATEN_CPU_CAPABILITY=$$cap, $$threads torch thread(s)"; \
+		ATEN_CPU_CAPABILITY=$$cap OMP_NUM_THREADS=$$threads $(PY) -m pytest -m numerics -q -p no:cacheprovider; \
+	done; done
 
 engine: $(STAMP)
 	$(PY) -m pytest -m "engine and not slow"

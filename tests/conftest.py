@@ -32,6 +32,13 @@ def output_dir() -> Path:
     return OUTPUT
 
 
+def pytest_report_header(config):
+    """Which kernels and how many threads computed this run's floats (`make numerics` varies both)."""
+    import torch
+    return (f"torch {torch.__version__}: ATen CPU kernels {torch.backends.cpu.get_cpu_capability()}, "
+            f"{torch.get_num_threads()} thread(s)")
+
+
 SERVER: dict = {}     # the session's servers: their processes and urls (session_servers, below)
 
 

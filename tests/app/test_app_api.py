@@ -6,6 +6,7 @@ import pytest
 from gradio_client import Client
 
 from engine import Settings, Trace, run_trace
+from tests import numerics
 from tests.load import differences
 from tests.waits import wait_until
 from engine.schema.validate import validate
@@ -25,7 +26,9 @@ def test_trace_endpoint_matches_the_engine(client, engine):
     got = call_trace(client, "什么是量子计算", attention=True)
     mine = run_trace(engine, "什么是量子计算", Settings(max_new_tokens=12, attention=True))
     assert [t.id for t in got.prompt.tokens] == [t.id for t in mine.prompt.tokens]
-    assert [s.id for s in got.steps] == [s.id for s in mine.steps]
+    ours, theirs = [s.id for s in got.steps], [s.id for s in mine.steps]     # the server's threads may sum otherwise
+    assert numerics.same_greedy(ours, theirs, numerics.margins(mine.steps)), numerics.parted(
+        ours, theirs, numerics.margins(mine.steps))
     assert got.attention is not None and len(got.attention.steps) == len(got.steps)
 
 
@@ -36,7 +39,9 @@ def test_trace_with_only_a_prompt_uses_the_documented_defaults(client, engine):
     assert got.settings == Settings(max_new_tokens=got.settings.max_new_tokens)   # every other default
     assert got.settings.max_new_tokens == Settings().max_new_tokens
     mine = run_trace(engine, "Hello, world!", Settings())
-    assert [s.id for s in got.steps] == [s.id for s in mine.steps]
+    ours, theirs = [s.id for s in got.steps], [s.id for s in mine.steps]
+    assert numerics.same_greedy(ours, theirs, numerics.margins(mine.steps)), numerics.parted(
+        ours, theirs, numerics.margins(mine.steps))
 
 
 def test_compare_with_only_a_prompt(client):
@@ -143,9 +148,13 @@ def test_fork_endpoint_continues_a_trace_on_its_cached_prefix(client, engine):
         forked = validate(Trace.from_json(f.read()))
     branch = forked.branches[-1]
     assert branch.at == 3 and branch.token == token and branch.rebuilt_ms is None
-    assert branch.recompute_ms is not None and branch.recompute_token == branch.steps[1].id
+    # the recompute (no cache) and the branch (its cache) choose alike but at a tie (tests/numerics.py)
+    assert branch.recompute_ms is not None and (branch.recompute_token == branch.steps[1].id
+                                                or numerics.margins(branch.steps)[1] < numerics.TIE)
     mine = run_fork(engine, run, 3, token, max_new_tokens=6).branches[-1]
-    assert [s.id for s in branch.steps] == [s.id for s in mine.steps]
+    ours, theirs = [s.id for s in branch.steps], [s.id for s in mine.steps]
+    assert numerics.same_greedy(ours, theirs, numerics.margins(mine.steps)), numerics.parted(
+        ours, theirs, numerics.margins(mine.steps))
     stored = {c.id for c in run.steps[3].candidates}
     outside = next(i for i in range(1000, 40_000) if i not in stored)
     with pytest.raises(Exception, match="candidates"):

@@ -59,6 +59,7 @@ def test_bench_command_prints_the_figures(engine, monkeypatch, capsys):
     assert result["engine_tok_s"] >= result["engine_wall_tok_s"]
 
 
+@pytest.mark.numerics
 def test_floor_command_serves_a_workload_and_a_forked_trace(tmp_path, engine, monkeypatch, capsys):
     """`python -m engine floor`: the figures as JSON, the file written; `--branches` serves a forked
     trace's lineages; a bad setting is one line on stderr."""

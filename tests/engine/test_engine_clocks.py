@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from engine import Engine, Settings, Trace, run_trace, stream_trace
-from engine.schema.packed import SCALE as PACK_SCALE
 from engine.run.side_by_side import interleave
 from engine.schema.trace import SCHEMA
+from tests import numerics
 from tests.paths import FIXTURES
 
 PROMPT = "Name three colours of the rainbow."
@@ -122,6 +122,7 @@ def test_version_1_traces_still_load():
     assert all(st.observe_ms == 0 and st.wait_ms == 0 for st in trace.steps)
 
 
+@pytest.mark.numerics
 def test_a_model_that_keeps_eager_attention_is_watched_through_hooks(engine):
     """The fallback path: a model not on SDPA keeps its kernel; watched passes read eager weights
     through hooks, and the trace says so. Its rows equal the main engine's captured rows. The eager
@@ -142,7 +143,12 @@ def test_a_model_that_keeps_eager_attention_is_watched_through_hooks(engine):
     theirs = run_trace(eager, PROMPT, settings)
     ours = run_trace(engine, PROMPT, settings)
     assert theirs.observation.kernel == "eager" and theirs.observation.attention == "eager-hooks"
-    assert [s.id for s in theirs.steps] == [s.id for s in ours.steps]
-    packing = 2.5 / PACK_SCALE      # two 12-bit packings of equal rows differ by at most ~2 steps
-    for a, b in zip(theirs.attention.steps + theirs.attention.prefill, ours.attention.steps + ours.attention.prefill):
-        assert np.abs(a.unpack() - b.unpack()).max() < packing
+    got, want, gaps = [s.id for s in theirs.steps], [s.id for s in ours.steps], numerics.margins(ours.steps)
+    assert numerics.same_greedy(got, want, gaps), numerics.parted(got, want, gaps)
+    # two 12-bit packings of rows two kernels computed (PACKED_PAIR), over the passes that read the same
+    # tokens (all of them unless the runs parted at a tie)
+    alike = numerics.fed_alike(got, want)
+    assert len(theirs.attention.prefill) == len(ours.attention.prefill) > 0
+    for a, b in zip(theirs.attention.steps[:alike] + theirs.attention.prefill,
+                    ours.attention.steps[:alike] + ours.attention.prefill):
+        assert a.shape == b.shape and np.abs(a.unpack() - b.unpack()).max() <= numerics.PACKED_PAIR

@@ -21,11 +21,13 @@ def floor(engine):
     return read_floor(json.dumps(data))          # what a run writes reads back through the checks
 
 
+@pytest.mark.numerics
 def test_each_request_gets_the_tokens_of_its_own_generate(floor):
     assert [lane.same_as_generate for lane in floor.lanes] == [True] * 4
     assert all(1 <= len(lane.tokens) <= 6 for lane in floor.lanes)
 
 
+@pytest.mark.numerics
 def test_the_lanes_run_forward_and_agree_with_the_figures(floor):
     c = floor.mode("continuous")
     for lane, ttft, e2el in zip(floor.lanes, c.ttft_ms, c.e2el_ms):

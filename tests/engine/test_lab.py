@@ -149,6 +149,7 @@ def test_lab_json_has_what_the_bars_ask_for(quick):
     assert fractions == sorted(fractions) and 0 <= fractions[0] and fractions[-1] <= 1
 
 
+@pytest.mark.numerics
 def test_kv_cache_is_faster_with_identical_tokens(quick):
     kv = quick["kv_cache"]
     assert kv["identical_tokens"] is True
@@ -167,6 +168,7 @@ def test_kv_cache_is_faster_with_identical_tokens(quick):
     assert kv["runs"]["cache_off"]["kv_tokens"] == [0] * kv["new_tokens"]
 
 
+@pytest.mark.numerics
 def test_attention_kernels_at_three_lengths(quick):
     att = quick["attention"]
     assert att["implementations"][:2] == ["eager", "sdpa"]
@@ -429,6 +431,7 @@ def check_passes(part: dict, arm: str) -> None:
     assert row["rejected"] + row["unused"] == row["drafted"] - row["accepted"]
 
 
+@pytest.mark.numerics
 def test_prompt_lookup_is_identical_to_plain_greedy_in_fewer_passes(quick):
     part = quick["speculative"]
     assert [r["arm"] for r in part["rows"]] == ["plain", "lookup_3", "lookup_10"]
@@ -442,6 +445,7 @@ def test_prompt_lookup_is_identical_to_plain_greedy_in_fewer_passes(quick):
     assert part["draft_model"] is None and part["draft_given"] is False and part["draft_skipped"]
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_a_draft_model_drafts_through_assisted_generation(engine):
     """The model as its own draft: every drafted token is the model's own choice, so all are

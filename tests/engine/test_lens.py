@@ -1,10 +1,12 @@
-"""The logit lens computed off the run's clock equals the lens the loop used to compute in each step."""
+"""The logit lens computed off the run's clock equals the lens the loop used to compute in each step
+(one step's states, or many steps' batched, against the loop's: two summation orders, tests/numerics.py)."""
 
 import pytest
 
 from engine import Settings, Trace, run_trace
 from engine.model import lens as lens_module
 from engine.schema.validate import validate
+from tests import numerics
 
 PROMPT = "什么是量子计算"
 
@@ -27,18 +29,21 @@ def run_and_reference(engine):
         trace = run_trace(engine, PROMPT, Settings(max_new_tokens=12, attention=True, logit_lens=True))
     finally:
         del engine.forward            # the class's method again
-    return trace, reference
+    return trace, reference, numerics.lens_margins(engine, trace.steps)
 
 
-def _same(guesses, expected):
+def _same(guesses, expected, gaps):
+    """The same guess at each layer (or a tie there, taken the other way), its text, its probability."""
     assert [g.layer for g in guesses] == [g.layer for g in expected] == list(range(len(expected)))
-    assert [g.id for g in guesses] == [g.id for g in expected]
-    assert [g.text for g in guesses] == [g.text for g in expected]
-    assert [g.p for g in guesses] == pytest.approx([g.p for g in expected], abs=1e-5)
+    got, want = [g.id for g in guesses], [g.id for g in expected]
+    assert numerics.same_tops(got, want, gaps), numerics.parted_tops(got, want, gaps)
+    assert all(g.text == e.text for g, e in zip(guesses, expected) if g.id == e.id)
+    p, q = [g.p for g in guesses], [g.p for g in expected]
+    assert numerics.close(p, q, 1), numerics.worst(p, q)
 
 
 def test_the_run_keeps_states_not_the_lens(engine, run_and_reference):
-    trace, reference = run_and_reference
+    trace, reference, _ = run_and_reference
     assert len(reference) == len(trace.steps) == 12
     for step in trace.steps:
         assert step.lens is None
@@ -46,27 +51,30 @@ def test_the_run_keeps_states_not_the_lens(engine, run_and_reference):
     validate(Trace.from_json(trace.to_json()))           # the blocks pass the file checks too
 
 
+@pytest.mark.numerics
 def test_lens_on_view_equals_the_loops(engine, run_and_reference):
-    trace, reference = run_and_reference
-    for step, expected in zip(trace.steps, reference):
-        _same(lens_module.step_lens(engine, step), expected)
+    trace, reference, gaps = run_and_reference
+    for step, expected, g in zip(trace.steps, reference, gaps):
+        _same(lens_module.step_lens(engine, step), expected, g)
 
 
+@pytest.mark.numerics
 def test_export_carries_the_lens_and_drops_the_states(engine, run_and_reference):
-    trace, reference = run_and_reference
+    trace, reference, gaps = run_and_reference
     out = lens_module.exported(engine, trace)
     assert all(st.hidden is None for st in out.steps)
     assert all(st.hidden is not None and st.lens is None for st in trace.steps)   # the run's own is untouched
-    for step, expected in zip(out.steps, reference):          # batched over steps: the same guesses
-        _same(step.lens, expected)
+    for step, expected, g in zip(out.steps, reference, gaps):   # batched over steps: the same guesses
+        _same(step.lens, expected, g)
     again = validate(Trace.from_json(out.to_json()))           # a downloaded file shows it without a model
-    assert [g.id for g in again.steps[3].lens] == [g.id for g in reference[3]]
+    got, want = [g.id for g in again.steps[3].lens], [g.id for g in reference[3]]
+    assert numerics.same_tops(got, want, gaps[3]), numerics.parted_tops(got, want, gaps[3])
     assert len(out.to_json()) < len(trace.to_json()) / 2
 
 
 def test_a_trace_of_another_model_is_left_alone(engine, run_and_reference):
     import dataclasses
-    trace, _ = run_and_reference
+    trace, _, _ = run_and_reference
     other = dataclasses.replace(trace, model=dataclasses.replace(trace.model, id="someone/else"))
     assert not lens_module.usable(engine, other)
     assert lens_module.with_step_lens(engine, other, 0).steps[0].lens is None

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from engine import Trace
+from tests import numerics
 from tests.cli import run_here
 from tests.paths import ROOT
 
@@ -14,6 +15,7 @@ MANIFEST = json.loads((TRACES / "manifest.json").read_text(encoding="utf-8"))
 
 
 @pytest.mark.slow
+@pytest.mark.numerics
 def test_re_recording_gives_the_same_run(tmp_path, engine, monkeypatch, capsys):
     """The manifest's command for one recording, run again (in this process: tests/cli.py)."""
     name = "zh-normal.json"
@@ -24,5 +26,6 @@ def test_re_recording_gives_the_same_run(tmp_path, engine, monkeypatch, capsys):
     fresh = Trace.from_json(out.read_text(encoding="utf-8"))
     assert fresh.settings == stored.settings
     assert [t.id for t in fresh.prompt.tokens] == [t.id for t in stored.prompt.tokens]
-    # greedy decoding: the same tokens (the first ones at least: float sums may differ across CPUs)
-    assert [s.id for s in fresh.steps[:8]] == [s.id for s in stored.steps[:8]]
+    # greedy decoding: the same tokens, or the same up to a near tie the recording's CPU broke the other way
+    got, want, gaps = [s.id for s in fresh.steps], [s.id for s in stored.steps], numerics.margins(stored.steps)
+    assert numerics.same_greedy(got, want, gaps), numerics.parted(got, want, gaps)

@@ -26,9 +26,9 @@ from engine.compiled.fast import BUCKETS, bucket_for
 from engine.model.lens import exported
 from engine.bench.compiled import PROMPTS, fast_figures, greedy_ids, identical
 from engine.run.fork import run_fork
-from engine.schema.packed import SCALE
 from ui.chapters.run import status_md
 from engine.schema.validate import validate
+from tests import numerics
 
 # a package build (most of a minute on a fresh machine): make test runs it, make quick does not
 pytestmark = pytest.mark.slow
@@ -70,6 +70,22 @@ def eager(llama, prompt: str, settings: Settings, **kwargs) -> Trace:
         return run_trace(llama, prompt, settings, **kwargs)
     finally:
         llama.fast = kept
+
+
+def parted_off_ties(llama, same: dict, new_tokens: int) -> list[str]:
+    """`identical`'s prompts (engine/bench/compiled.py) whose compiled run parts from `generate` other
+    than at a near tie (tests/numerics.py: two greedy paths); a prompt that parted is run again here for
+    its steps' top-two gaps (the same path on the same machine: the same run)."""
+    wrong = []
+    for prompt, result in same.items():
+        if result["equal"]:
+            continue
+        trace = run_trace(llama, prompt, Settings(max_new_tokens=new_tokens))
+        ours, theirs = [s.id for s in trace.steps], greedy_ids(llama, prompt, new_tokens)
+        gaps = numerics.margins(trace.steps)
+        if not numerics.same_greedy(ours, theirs, gaps):
+            wrong.append(f"{prompt!r}: {numerics.parted(ours, theirs, gaps)} ({result})")
+    return wrong
 
 
 def test_the_step_builds_loads_and_says_what_its_build_measured(fast):
@@ -116,32 +132,40 @@ def test_the_app_s_way_loads_the_package_on_disk_and_status_says_so(llama, fast,
         llama.fast = kept
 
 
+@pytest.mark.numerics
 def test_compiled_greedy_tokens_equal_generate(llama, fast):
     result = identical(llama, 40, PROMPTS[:3])
     assert all(r["path"] == "compiled" for r in result.values()), result
-    assert all(r["equal"] for r in result.values()), result
+    assert not parted_off_ties(llama, result, 40), result
 
 
+@pytest.mark.numerics
 def test_a_watched_compiled_run_captures_what_the_eager_path_captures(llama, fast):
     prompt = "什么是量子计算？"
     compiled, reference = run_trace(llama, prompt, WATCHED), eager(llama, prompt, WATCHED)
     assert (compiled.observation.decode, compiled.observation.static_cache_tokens) == ("compiled", BUCKET)
     assert (reference.observation.decode, reference.observation.static_cache_tokens) == ("eager", None)
-    assert [s.id for s in compiled.steps] == [s.id for s in reference.steps]
+    got, want, gaps = [s.id for s in compiled.steps], [s.id for s in reference.steps], numerics.margins(reference.steps)
+    assert numerics.same_greedy(got, want, gaps), numerics.parted(got, want, gaps)
+    alike = numerics.fed_alike(got, want)         # the passes that read the same tokens: all, unless parted at a tie
     # the static cache's bytes count only the written slots: the same curve as the dynamic cache
     assert [s.kv_bytes for s in compiled.steps] == [s.kv_bytes for s in reference.steps]
     assert [s.kv_tokens for s in compiled.steps] == [s.kv_tokens for s in reference.steps]
     assert compiled.summary.kv_bytes_final == reference.summary.kv_bytes_final
     # attention rows from the graph's outputs: the eager capture's rows, over exactly the cached keys
-    # (a trace stores them in steps of 1/4095: a float-level difference can move a value one step)
-    for mine, theirs in zip(compiled.attention.steps, reference.attention.steps):
+    # (a trace stores them in steps of 1/4095, each rounded its own way: PACKED_PAIR)
+    assert len(compiled.attention.steps) == len(reference.attention.steps)
+    for mine, theirs in zip(compiled.attention.steps[:alike], reference.attention.steps[:alike]):
         a, b = mine.unpack(), theirs.unpack()
         assert a.shape == b.shape
-        np.testing.assert_allclose(a, b, atol=1 / SCALE + 2e-5)
-    lensed = zip(exported(llama, compiled).steps, exported(llama, reference).steps)
-    for mine, theirs in lensed:     # the lens from the graph's hidden states
-        assert [g.id for g in mine.lens] == [g.id for g in theirs.lens]
-        assert [g.p for g in mine.lens] == pytest.approx([g.p for g in theirs.lens], abs=1e-4)
+        np.testing.assert_allclose(a, b, rtol=0, atol=numerics.PACKED_PAIR)
+    lens_gaps = numerics.lens_margins(llama, reference.steps[:alike])
+    lensed = zip(exported(llama, compiled).steps[:alike], exported(llama, reference).steps[:alike], lens_gaps)
+    for mine, theirs, g in lensed:     # the lens from the graph's hidden states
+        got, want = [x.id for x in mine.lens], [x.id for x in theirs.lens]
+        assert numerics.same_tops(got, want, g), numerics.parted_tops(got, want, g)
+        p, q = [x.p for x in mine.lens], [x.p for x in theirs.lens]
+        assert numerics.close(p, q, 1), numerics.worst(p, q)
     validate(Trace.from_json(compiled.to_json()))
     assert "compiled" in status_md(compiled, "en") and "已编译" in status_md(compiled, "zh")
     assert "eager" in status_md(reference, "en")
@@ -154,6 +178,7 @@ def test_runs_of_any_prompt_length_use_the_one_step(llama, fast):
         assert run_trace(llama, prompt, settings).observation.decode == "compiled"
 
 
+@pytest.mark.numerics
 def test_sampling_stays_outside_the_graph(llama, fast):
     sampled = Settings(max_new_tokens=20, temperature=0.9, top_k=40, top_p=0.95, seed=7, ignore_eos=True)
     compiled, reference = run_trace(llama, "Tell me a story.", sampled), eager(llama, "Tell me a story.", sampled)
@@ -174,6 +199,7 @@ def test_what_the_step_cannot_serve_stays_eager(llama, fast):
     assert run_trace(llama, "Hello", no_cache).observation.decode == "eager"
 
 
+@pytest.mark.numerics
 def test_a_compiled_run_can_be_forked(llama, fast):
     run = run_trace(llama, "Name three colours.", Settings(max_new_tokens=10, ignore_eos=True), keep_cache=True)
     assert run.observation.decode == "compiled"
@@ -186,12 +212,17 @@ def test_a_compiled_run_can_be_forked(llama, fast):
     with torch.inference_mode():
         out = llama.model.generate(input_ids=torch.tensor([prefix]), max_new_tokens=6, min_new_tokens=6,
                                     do_sample=False)
-    assert [s.id for s in branch.steps[1:]] == out[0, len(prefix):].tolist()
+    got, want = [s.id for s in branch.steps[1:]], out[0, len(prefix):].tolist()
+    gaps = numerics.margins(branch.steps[1:])
+    assert numerics.same_greedy(got, want, gaps), numerics.parted(got, want, gaps)
 
 
+@pytest.mark.numerics
 def test_the_bench_figures(llama, fast):
     result = fast_figures(llama, PROMPTS[0], new_tokens=8, repeats=1)
-    assert result["fast_identical"] is True, result["fast_identical_prompts"]
+    # fast_identical: every prompt's tokens equal generate's; a parting at a near tie is no fault
+    assert result["fast_identical"] is True or not parted_off_ties(llama, result["fast_identical_prompts"], 8), \
+        result["fast_identical_prompts"]
     assert set(result["fast_identical_prompts"]) == set(PROMPTS)
     for key in ("fast_tok_s", "fast_ratio", "fast_capture_tok_s", "fast_capture_ratio", "fast_tpot_ms",
                 "fast_hf_generate_tok_s"):

@@ -17,6 +17,7 @@ TINY = dict(requests=2, arrival="burst", prompt_tokens=32, shared_prefix=8, new_
 REFUSED = {"gpt_neox", "gemma2"}
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("arch", ARCHS)
 def test_the_floor_serves_or_says_it_cannot(arch, tiny_engine):
     engine = tiny_engine(arch)

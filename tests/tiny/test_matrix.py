@@ -6,10 +6,13 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from engine.matrix.measure import CELLS
 from tests.paths import ROOT
 
 
+@pytest.mark.numerics            # its trace and fork cells hold the engine's tokens to model.generate's
 def test_the_matrix_command_has_no_internal_error():
     done = subprocess.run([sys.executable, "-m", "engine", "models", "--matrix", "--json", "--arch", "gpt2,gpt_neox"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)

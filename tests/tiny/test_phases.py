@@ -11,6 +11,7 @@ from engine.matrix.tiny import WINDOW
 from engine.model.hooks import decoder_layers
 from engine.model.lens import top_guesses
 from engine.run.fork import run_fork
+from tests import numerics
 from tests.tiny.models import ARCHS, SLIDING_ARCHS
 
 PROMPT = "Once upon a time, in a small town by the sea, there lived"
@@ -29,6 +30,7 @@ def plain_run(arch, tiny_engine, plain_runs):
     return plain_runs[arch]
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("arch", ARCHS)
 def test_lens_projection_of_the_last_block_is_the_models_own_output(arch, tiny_engine):
     """The lens skips the last block (its guess is the model's own); projected anyway through the
@@ -46,8 +48,11 @@ def test_lens_projection_of_the_last_block_is_the_models_own_output(arch, tiny_e
         handle.remove()
     with torch.inference_mode():
         top, p = top_guesses(engine, kept["h"][None])
-    assert top == [int(logits.argmax())]
-    assert float(p[0]) == pytest.approx(float(torch.softmax(logits, -1).max()), rel=1e-4)
+    best = logits.topk(2).values                 # the model's own top two: a tie may go either way
+    own, gaps = [int(logits.argmax())], [float(best[0] - best[1])]
+    assert numerics.same_tops(top, own, gaps), numerics.parted_tops(top, own, gaps)
+    want = float(torch.softmax(logits, -1).max())
+    assert numerics.close(float(p[0]), want, 1), numerics.worst(float(p[0]), want)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -65,6 +70,7 @@ def test_kv_bytes_follow_the_formula_of_each_layer_type(arch, tiny_engine, plain
 
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("arch", ARCHS)
 def test_fork_reuses_its_prefix_and_continues_as_generate(arch, tiny_engine, tiny_model, plain_runs):
     engine = tiny_engine(arch)
@@ -79,5 +85,7 @@ def test_fork_reuses_its_prefix_and_continues_as_generate(arch, tiny_engine, tin
         rebuilt = at != STEPS - 1 and arch in SLIDING_ARCHS
         assert (branch.rebuilt_ms is not None) == rebuilt, (at, branch.rebuilt_ms)
         ids = prompt + [s.id for s in trace.steps[:at]] + [token]
-        assert [s.id for s in branch.steps[1:]] == reference_tokens(tiny_model(arch), ids, 4), at
+        got, want, gaps = [s.id for s in branch.steps[1:]], reference_tokens(tiny_model(arch), ids, 4), \
+            numerics.margins(branch.steps[1:])
+        assert numerics.same_greedy(got, want, gaps), (at, numerics.parted(got, want, gaps))
         trace = forked

@@ -7,6 +7,7 @@ import pytest
 from engine import Settings, run_trace
 from engine.matrix.measure import reference_tokens
 from engine.model.lens import steps_lens
+from tests import numerics
 from tests.tiny.models import ARCHS
 
 PROMPT = "The quick brown fox jumps over the lazy dog, and then"
@@ -27,11 +28,14 @@ def watched_run(arch, tiny_engine, watched):
     return watched[arch]
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("arch", ARCHS)
 def test_watched_greedy_tokens_equal_generate(arch, tiny_engine, tiny_model, watched):
     trace = watched_run(arch, tiny_engine, watched)
     ids = [t.id for t in trace.prompt.tokens]
-    assert [s.id for s in trace.steps] == reference_tokens(tiny_model(arch), ids, STEPS)
+    ours, theirs = [s.id for s in trace.steps], reference_tokens(tiny_model(arch), ids, STEPS)
+    gaps = numerics.margins(trace.steps)
+    assert numerics.same_greedy(ours, theirs, gaps), numerics.parted(ours, theirs, gaps)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
