@@ -67,6 +67,13 @@ def drawn(page) -> list[dict]:
     return page.evaluate(DRAWN_JS)
 
 
+def plots_ready(page) -> list[dict]:
+    """The visible plots once every one has drawn (vega-embed resolves after the canvas is painted)."""
+    page.wait_for_function("""() => [...document.querySelectorAll('[data-testid=altair]')]
+        .filter((el) => el.offsetParent).every((el) => el.querySelector('div')?.__tbtView)""", timeout=30_000)
+    return drawn(page)
+
+
 def _shown(item: dict, kind: str) -> bool:
     """The page's test (DRAWN_JS's `shown`) on one of vl-convert's scenegraph items."""
     def get(key, default):

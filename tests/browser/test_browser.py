@@ -14,6 +14,7 @@ from tests.unit.test_trace_validate import HOSTILE, THE_ISSUES
 from engine.schema.validate import validate
 from tests.paths import FIXTURES
 from tests.browser.controls import first_draw, set_slider
+from tests.browser.marks import expose_views, missing, plots_ready
 
 TABS = [("tokens", "1 · Tokens", ["#embedding"]),
         ("prefill", "2 · Prefill", ["#heatmap", "#head-view"]),
@@ -399,18 +400,21 @@ DRAWN_JS = """(tab) => [...tab.querySelectorAll('.js-plotly-plot, .vega-embed')]
 @pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
 def test_every_chapter_and_every_step_in_both_languages(browser, app_url, output_dir, locale):
     """The page as a first visitor of each language walks it: every Explore chapter and every
-    walkthrough step drawn, no chart failed, a screenshot each; on the zh page no Latin word outside
-    the allow-list of kept terms, units and names (visitor and model texts are not scanned)."""
+    walkthrough step drawn, no chart failed, each data mark a chart's spec declares drawn on its canvas
+    (tests/browser/marks.py; issue 39: chapter 3's projection drew no bars), a screenshot each; on the zh
+    page no Latin word outside the allow-list of kept terms, units and names (visitor and model texts
+    are not scanned)."""
     from ui.walkthrough.steps import STEPS
     context = browser.new_context(locale=locale, viewport={"width": 1400, "height": 1000})
     page, lang = context.new_page(), locale[:2]
+    expose_views(page)
     shots = output_dir / "browser"
     shots.mkdir(exist_ok=True)
     try:
         page.goto(app_url)
         first_draw(page, timeout_ms=60_000)
         texts = page.evaluate(VISIBLE_TEXT_JS)
-        tabs = page.locator("#explore-chapters [role=tab]")
+        tabs, charts, lost = page.locator("#explore-chapters [role=tab]"), 0, {}
         assert tabs.count() == 10                           # nine chapters and the trace file
         for i in range(tabs.count()):
             tabs.nth(i).click()
@@ -418,8 +422,14 @@ def test_every_chapter_and_every_step_in_both_languages(browser, app_url, output
             panel = page.locator("#explore-chapters [role=tabpanel]:visible").first
             page.wait_for_function(DRAWN_JS, arg=panel.element_handle(), timeout=30_000)
             assert page.locator("#explore-chapters .vega-embed .error:visible").count() == 0, i
+            for plot in plots_ready(page):
+                charts += 1
+                if gone := missing(plot):
+                    lost[f"{i + 1} #{plot['id']}"] = gone
             page.screenshot(path=str(shots / f"walk-{lang}-chapter-{i + 1}.png"), full_page=True)
             texts += page.evaluate(VISIBLE_TEXT_JS)
+        assert charts >= 20, f"only {charts} charts were drawn"
+        assert not lost, f"marks declared but not drawn ({{mark: (declared, drawn)}}): {lost}"
         page.get_by_role("tab").filter(has_text={"en": "Walkthrough", "zh": "导览"}[lang]).first.click()
         for step in range(len(STEPS)):
             page.wait_for_selector(f"#wt-step-{step}", state="visible", timeout=30_000)

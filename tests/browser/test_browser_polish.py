@@ -21,19 +21,35 @@ CHAPTER = 2           # Explore's chapter tabs follow the two top tabs (Explore,
 TOKENS, DECODE, SPEED, SAMPLING, FILE = 0, 3, 4, 7, 9   # 8: the serving floor
 
 
-@pytest.fixture(params=["en", "zh"])
-def visitor(request, browser, app_url):
-    """A fresh tab on the app in `lang`, the recording drawn in it: (page, lang)."""
-    lang = request.param
+def open_visitor(browser, app_url, lang: str):
+    """A fresh tab on the app in `lang`, the recording drawn in it: (context, page)."""
     context = browser.new_context(locale=LOCALES[lang], viewport={"width": 1280, "height": 800})
     page = context.new_page()
+    page.goto(app_url)
+    page.wait_for_function(
+        f"() => document.querySelector('#output .tbt-recording')?.innerText.includes('{RECORDING[lang]}')",
+        timeout=120_000)
+    first_draw(page, lang)
+    return context, page
+
+
+@pytest.fixture(scope="module", params=["en", "zh"])
+def reader(request, browser, app_url):
+    """One tab per language for the tests that only look (they click chapter tabs and resize the
+    window, then put the window back): a page load is ~5 s of CPU, and they would load 8. (page, lang)"""
+    context, page = open_visitor(browser, app_url, request.param)
     try:
-        page.goto(app_url)
-        page.wait_for_function(
-            f"() => document.querySelector('#output .tbt-recording')?.innerText.includes('{RECORDING[lang]}')",
-            timeout=120_000)
-        first_draw(page, lang)
-        yield page, lang
+        yield page, request.param
+    finally:
+        context.close()
+
+
+@pytest.fixture(params=["en", "zh"])
+def visitor(request, browser, app_url):
+    """A fresh tab of its own, for a test that changes what the page holds (an upload): (page, lang)."""
+    context, page = open_visitor(browser, app_url, request.param)
+    try:
+        yield page, request.param
     finally:
         context.close()
 
@@ -44,8 +60,8 @@ def chapter(page, index: int, plots: list[str] = ()) -> None:
         page.wait_for_selector(f"{selector} .vega-embed .marks", timeout=30_000)
 
 
-def test_the_views_open_on_whole_words_and_characters(visitor, shots):
-    page, lang = visitor
+def test_the_views_open_on_whole_words_and_characters(reader, shots):
+    page, lang = reader
     chapter(page, TOKENS, ["#embedding"])
     selected = page.locator("#prompt-chips .tbt-selected .tbt-text").first.inner_text()
     assert selected.strip() and not HEX.match(selected.strip()), selected
@@ -72,10 +88,17 @@ def cards_layout(page) -> dict:
 
 
 @pytest.mark.parametrize("width", [1280, 1000, 760])
-def test_speed_cards_keep_figures_on_one_line_and_no_card_alone(visitor, shots, width):
-    page, lang = visitor
+def test_speed_cards_keep_figures_on_one_line_and_no_card_alone(reader, shots, width):
+    page, lang = reader
     chapter(page, SPEED, ["#timeline"])         # (a narrow page folds some tabs into a menu)
     page.set_viewport_size({"width": width, "height": 800})
+    try:
+        speed_cards_fit(page, lang, width, shots)
+    finally:                                    # the tab is shared: the next test finds its own width
+        page.set_viewport_size({"width": 1280, "height": 800})
+
+
+def speed_cards_fit(page, lang: str, width: int, shots) -> None:
     # laid out again at the new width: two animation frames after the resize
     page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
     layout = cards_layout(page)
@@ -89,8 +112,8 @@ def test_speed_cards_keep_figures_on_one_line_and_no_card_alone(visitor, shots, 
     page.locator("#speed-cards").screenshot(path=str(shots / f"polish-{lang}-cards-{width}.png"))
 
 
-def test_semibold_text_comes_from_one_complete_face(visitor):
-    page, _ = visitor
+def test_semibold_text_comes_from_one_complete_face(reader):
+    page, _ = reader
     chapter(page, SPEED, ["#timeline"])
     family = page.evaluate("() => getComputedStyle(document.querySelector('#speed-cards .tbt-card-value')).fontFamily")
     assert family.startswith(("'Token Sans'", '"Token Sans"', "Token Sans")), family

@@ -1,6 +1,7 @@
 """The walkthrough as a presenter uses it: 1280x720, ?present=1, moved with the keyboard, in English
 and in Chinese, from the recorded traces only. A screenshot per step lands in
-test-output/browser/walkthrough-<lang>-<step>.png; look at them after changing a step."""
+test-output/browser/walkthrough-<lang>-<step>.png; look at them after changing a step. Run live
+streaming into the step on screen: tests/browser/test_charts_seen.py (with its after-run walk)."""
 
 import pytest
 
@@ -60,34 +61,5 @@ def test_walk_all_steps_with_the_keyboard(browser, app_url, output_dir, locale):
         page.keyboard.press("ArrowLeft")
         page.wait_for_selector(f"#wt-step-{len(VISUALS) - 2}", state="visible", timeout=10_000)
         assert "Run live" not in SOURCE[locale] and errors == []
-    finally:
-        context.close()
-
-
-def test_run_live_streams_into_the_step_on_screen(browser, app_url, output_dir):
-    """Presenter mode on step 4 (Decode): Run live draws the tokens into that step's visual as they
-    come (a caret at the end of the growing answer, the chart on the newest step), then every step."""
-    context = browser.new_context(locale="en-US", viewport={"width": 1280, "height": 720})
-    page = context.new_page()
-    try:
-        page.goto(app_url + "?present=1")
-        page.wait_for_function("() => document.querySelector('#wt-source')?.innerText.includes('recording')",
-                               timeout=60_000)
-        page.wait_for_selector("#wt-compare .tbt", timeout=30_000)
-        for step in range(1, 4):
-            page.keyboard.press("ArrowRight")
-            page.wait_for_selector(f"#wt-step-{step}", state="visible", timeout=10_000)
-        page.click("#wt-run-live")
-        # mid-run: the output in step 4's visual carries the caret of a run still going
-        page.wait_for_selector("#wt-step-3 #wt-output .tbt-caret", timeout=60_000)
-        assert "Running live" in page.inner_text("#wt-source")
-        (output_dir / "browser").mkdir(exist_ok=True)
-        page.screenshot(path=str(output_dir / "browser" / "walkthrough-live-streaming.png"))
-        # the end: the run's own result on every step, no caret left
-        page.wait_for_function("() => !document.querySelector('#wt-source').innerText.includes('Running')",
-                               timeout=180_000)
-        page.wait_for_selector("#wt-step-3 #wt-output .tbt-legend", timeout=30_000)
-        assert page.locator("#wt-output .tbt-caret").count() == 0
-        assert "live run" in page.inner_text("#wt-source")
     finally:
         context.close()

@@ -3,6 +3,8 @@ its box's width when it comes into sight (it was drawn ~12 px wide in an empty f
 of no width was taken for a phone's narrow column). Each path that redraws hidden charts is taken
 (a click on the fork tree's row, a fork, presenter mode's Run live and "Back to the recording"), then
 every chapter or step is visited, in any order, and each chart's drawn width is held against its box.
+Presenter mode's Run live is also seen streaming into the step on screen (it was a test of its own in
+tests/browser/test_browser_walkthrough.py: one page and one live run serve both).
 The fork's list is held to the step on show on the way (item 3): "Continue from here", untouched,
 forks at the step on show, and Decode stays there (item 4)."""
 
@@ -96,7 +98,10 @@ def walk(page, steps, key: str) -> dict:
     return lost
 
 
-def test_presenter_steps_after_run_live_and_back_keep_their_charts(browser, app_url, shots):
+def test_presenter_run_live_streams_into_the_step_on_screen_and_every_step_keeps_its_charts(browser, app_url, shots):
+    """Presenter mode (1280x720) on step 4 (Decode): Run live draws the tokens into that step's visual as
+    they come (a caret at the end of the growing answer), then every step. After the run, and back on
+    the recording, every step's charts are drawn at their box's width and each step fits 720 px."""
     context = browser.new_context(locale="en-US", viewport={"width": 1280, "height": 720})
     page = context.new_page()
     expose_views(page)
@@ -105,9 +110,23 @@ def test_presenter_steps_after_run_live_and_back_keep_their_charts(browser, app_
         page.wait_for_function("() => document.querySelector('#wt-source')?.innerText.includes('recording')",
                                timeout=60_000)
         page.wait_for_selector("#wt-compare .tbt", timeout=30_000)
+        for step in range(1, 4):
+            page.keyboard.press("ArrowRight")
+            page.wait_for_selector(f"#wt-step-{step}", state="visible", timeout=10_000)
         page.click("#wt-run-live")
+        # mid-run: the output in step 4's visual carries the caret of a run still going
+        page.wait_for_selector("#wt-step-3 #wt-output .tbt-caret", timeout=60_000)
+        assert "Running live" in page.inner_text("#wt-source")
+        page.screenshot(path=str(shots / "walkthrough-live-streaming.png"))
+        # the end: the run's own result on every step, no caret left
         page.wait_for_function("() => document.querySelector('#wt-source').innerText.includes('live run')",
                                timeout=180_000)
+        page.wait_for_selector("#wt-step-3 #wt-output .tbt-legend", timeout=30_000)
+        assert page.locator("#wt-output .tbt-caret").count() == 0
+        assert "Running" not in page.inner_text("#wt-source")
+        for step in (2, 1, 0):
+            page.keyboard.press("ArrowLeft")
+            page.wait_for_selector(f"#wt-step-{step}", state="visible", timeout=10_000)
         lost = walk(page, range(10), "ArrowRight")
         assert not lost, f"after Run live, steps with charts narrower than their box or past 720 px: {lost}"
         page.click("#wt-use-recording")
