@@ -125,17 +125,10 @@ def test_stream_every_chapter_download_and_upload(page, shots, tmp_path):
     page.screenshot(path=str(shots / "uploaded-tokens.png"), full_page=True)
 
 
-def test_rejected_upload_shows_a_message(page, tmp_path):
-    bad = tmp_path / "bad.json"
-    bad.write_text('{"schema": "something-else"}')
-    page.get_by_role("tab", name="Trace file").click()
-    page.set_input_files("#upload input[type=file]", str(bad))
-    page.wait_for_selector("text=not a usable trace", timeout=20_000)
-
-
 def test_a_hostile_file_is_refused_in_the_page(page, app_process, tmp_path):
     """The issue's hostile file (every one is refused in tests/unit/test_trace_validate.py), uploaded as a
-    visitor would: a message naming what is wrong, no internal text in it, the server's memory not grown."""
+    visitor would: a message naming what is wrong, no internal text in it, the server's memory not grown.
+    (A file of another schema, refused the same way: tests/browser/test_zh_messages.py, in Chinese.)"""
     name = THE_ISSUES
     doc = json.loads((FIXTURES / "trace_zh.json").read_text(encoding="utf-8"))
     HOSTILE[name](doc)

@@ -82,7 +82,7 @@ def test_stop_closes_a_lab_experiment_in_the_forked_worker(zero_app, zero_page):
     page.get_by_role("tab", name="6 · Acceleration lab").click()
     page.click("#lab-kv-run")
     # progress streams from the worker: Stop at its first item. (Gradio's cancel alone once left the
-    # call running: the page's own Stop flag closes it too, ui/chapters/lab.LabActions.stoppable)
+    # call running: the page's own Stop flag closes it too, ui/host/runs.closed_on_stop)
     page.wait_for_function("() => document.querySelector('#lab-kv-note').innerText.includes('Measuring')",
                            timeout=60_000)
     now = time.time()

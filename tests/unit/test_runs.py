@@ -71,14 +71,15 @@ def test_a_job_without_news_repeats_itself_on_a_beat_only_where_asked():
     assert len(beaten) >= 3 and set(beaten) == {"half"}
 
 
-def test_on_zerogpu_the_pages_stop_flag_closes_the_gpu_call_between_its_items():
-    """ui/chapters/lab.LabActions.stoppable: Stop ends the worker's call from the page's process,
-    whether or not Gradio closes the cancelled event's generator."""
+def test_on_zerogpu_the_pages_stop_flag_closes_the_gpu_call_between_its_items(monkeypatch):
+    """ui/host/runs.closed_on_stop (Explore's run, the lab's experiments): Stop ends the worker's call
+    from the page's process, whether or not Gradio closes the cancelled event's generator; elsewhere the
+    call is left as it is (its own flag stops it)."""
     from types import SimpleNamespace
-    from ui.chapters.lab import LabActions
-    closed, request = [], SimpleNamespace(session_hash="tab-1")
+    from ui.host import runs
+    closed, request, flags = [], SimpleNamespace(session_hash="tab-1"), runs.StopFlags()
 
-    def call(results, lang, model_choice, model_id, request):     # the GPU call: items forever
+    def call(results, lang, model_id, request):     # the GPU call: items forever
         try:
             n = 0
             while True:
@@ -86,9 +87,10 @@ def test_on_zerogpu_the_pages_stop_flag_closes_the_gpu_call_between_its_items():
                 yield n
         finally:
             closed.append(n)
-    actions = LabActions(models=None)
-    items = actions.stoppable(call)(None, "en", None, "m", request)
+    assert runs.closed_on_stop(call, flags) is call             # not on ZeroGPU
+    monkeypatch.setattr(runs, "ZERO_GPU", True)
+    items = runs.closed_on_stop(call, flags)(None, "en", "m", request)
     assert [next(items), next(items)] == [1, 2]
-    actions.stop(request)                      # the Stop button, in the page's process
+    flags.stop_tab(request)                    # the Stop button, in the page's process
     assert list(items) == [] and closed == [2]     # closed before its next item
-    assert len(actions.flags) == 0
+    assert len(flags) == 0

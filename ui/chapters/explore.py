@@ -33,6 +33,7 @@ from ui.chapters.tokens import Tokens
 from ui.chapters.trace_file import TraceFile
 from ui.host.gpu import for_tokens, on_gpu, stop_cancels
 from ui.host.recordings import examples, is_recording, recorded, recording_file
+from ui.host.runs import closed_on_stop
 from ui.page.bar import explore_bar
 from ui.page.i18n import t, text
 from ui.page.same_draw import SameDraws
@@ -232,7 +233,7 @@ class Explore:
                 *sampling_view(tr, index, temperature, top_k, top_p, seed, lang), gr.Tabs(selected="decode")]
 
     def wire(self) -> None:
-        run = gr.on([self.run_btn.click, self.prompt.submit], while_running(on_gpu(self.run.run, for_tokens(1))),
+        run = gr.on([self.run_btn.click, self.prompt.submit], while_running(closed_on_stop(on_gpu(self.run.run, for_tokens(1)), self.run.flags)),
                     validator=self.check_run, inputs=[self.prompt, *self.settings, self.model_id, self.source, self.lang],
                     outputs=[self.trace, self.output, self.status, self.tokens.chips, self.stale, self.stop_btn],
                     **ENGINE, **PRIVATE)

@@ -11,7 +11,6 @@ On ZeroGPU the experiment runs in the forked GPU process (it holds the engine ex
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,7 +33,7 @@ from ui.host.gpu import ZERO_GPU, on_gpu, stop_cancels
 from ui.page.i18n import facts
 from ui.host.models import torch_side
 from ui.host import recordings
-from ui.host.runs import KeptFiles, StopFlags, background
+from ui.host.runs import KeptFiles, StopFlags, background, closed_on_stop
 from ui.chapters.common import PRIVATE, chart_or_notice, stop_button, stop_wiring, while_running
 from ui.host.lab_mode import lab_mode
 from ui.page.plot import Plot
@@ -156,27 +155,7 @@ class LabActions:
             yield (merged, *section_views(merged, name, lang, model_choice),
                    gr.update(value=self.files.write_json(merged), visible=True))
         on_the_gpu = on_gpu(experiment, duration=600)           # an experiment takes minutes
-        return self.stoppable(on_the_gpu) if ZERO_GPU else on_the_gpu
-
-    def stoppable(self, call):
-        """On ZeroGPU, `call` (a generator run in the GPU worker) with this process's Stop flag
-        looked at as each of its items goes by (at least once a second: runs.BEAT_S): Stop closes
-        the call from here, which stops the worker. The Stop button also cancels the event, but
-        with that alone the cancelled event's generator was sometimes never closed (2 of 3
-        two-worker `make test` runs on 2026-12-06: the experiment went on after Stop; the test's
-        worker log showed no stop sent from the page's process)."""
-        @functools.wraps(call)
-        def experiment(results, lang, model_choice, model_id, request: gr.Request):
-            with self.flags.running(request) as flag:
-                items = call(results, lang, model_choice, model_id, request)
-                try:
-                    for item in items:
-                        yield item
-                        if flag.is_set():
-                            return
-                finally:
-                    items.close()
-        return experiment
+        return closed_on_stop(on_the_gpu, self.flags)
 
     def stop(self, request: gr.Request):
         self.flags.stop_tab(request)
