@@ -85,12 +85,12 @@ def while_running(fn):
     return running
 
 
-def stop_wiring(stop: gr.Button, on_stop, events: list, **cancels) -> None:
+def stop_wiring(stop: gr.Button, on_stop, events: list) -> None:
     """Stop's click (`on_stop(request)`) greys it out again, and so does the end of each event it
     stops, however that event ended (finished, stopped, refused)."""
     def stopped(request: gr.Request):
         on_stop(request)
         return gr.update(interactive=False)
-    stop.click(stopped, None, stop, queue=False, **PRIVATE, **cancels)
+    stop.click(stopped, None, stop, queue=False, **PRIVATE)
     for event in events:
         event.then(lambda: gr.update(interactive=False), None, stop, queue=False, **PRIVATE)

@@ -31,7 +31,7 @@ from ui.chapters.sampling import Sampling, sampling_view
 from ui.chapters.speed import Speed
 from ui.chapters.tokens import Tokens
 from ui.chapters.trace_file import TraceFile
-from ui.host.gpu import for_tokens, on_gpu, stop_cancels
+from ui.host.gpu import for_tokens, on_gpu
 from ui.host.recordings import examples, is_recording, recorded, recording_file
 from ui.host.runs import closed_on_stop
 from ui.page.bar import explore_bar
@@ -240,7 +240,7 @@ class Explore:
         drawn = run.then(lambda tr: (tr, ROOT), self.trace, [self.tree, self.branch], **PRIVATE).then(
             self.render_run, self.render_inputs, self.views, **PRIVATE)
         self.speed.profile.wire(drawn, self.trace, self.tree, self.decode.step, self.file.download)
-        stop_wiring(self.stop_btn, self.run.stop, [run], **stop_cancels(run))
+        stop_wiring(self.stop_btn, self.run.stop, [run])
         self.file.wire(self)
         for chapter in (self.tokens, self.prefill, self.decode, self.sampling):
             chapter.wire(self.trace, self.lang)

@@ -25,10 +25,10 @@ from viz.text.labels import LABELS, label, progress
 from viz.text.load_note import floor_load_note, recorded_floor_note
 
 from ui.host.errors import internal, message, say
-from ui.host.gpu import ZERO_GPU, on_gpu, stop_cancels
+from ui.host.gpu import ZERO_GPU, on_gpu
 from ui.host.lab_mode import lab_mode
 from ui.host.models import torch_side
-from ui.host.runs import KeptFiles, StopFlags, background
+from ui.host.runs import KeptFiles, StopFlags, background, closed_on_stop
 from ui.host import recordings
 from ui.chapters.common import PRIVATE, stop_button, stop_wiring, while_running
 from ui.host.uploads import read_upload
@@ -230,11 +230,11 @@ class FloorChapter:
 
     def wire(self, model_id, tree) -> None:
         outputs = [self.verdict, self.floor, *self.drawn, self.download, self.stop]
-        run = while_running(on_gpu(self.actions.run, duration=600))
+        run = while_running(closed_on_stop(on_gpu(self.actions.run, duration=600), self.actions.flags))
         lab = {"concurrency_limit": 1, "concurrency_id": "lab", **PRIVATE}
         go = self.run.click(run, [*self.inputs, self.lang, model_id, gr.State(None)], outputs, **lab)
         forks = self.branches.click(run, [*self.inputs, self.lang, model_id, tree], outputs, **lab)
-        stop_wiring(self.stop, self.actions.stop, [go, forks], **stop_cancels(go, forks))
+        stop_wiring(self.stop, self.actions.stop, [go, forks])
         self.upload.upload(self.show_file, [self.upload, self.lang], [self.verdict, self.floor, *self.drawn],
                            validator=self.check_file, **PRIVATE)
         relabelled = [*self.named, self.run, self.branches, self.stop, self.verdict, *self.drawn]

@@ -29,7 +29,7 @@ from viz.text.labels import label, progress
 from viz.text.load_note import bandwidth_load_note, load_note, recorded_section_note
 
 from ui.host.errors import internal, message, say
-from ui.host.gpu import ZERO_GPU, on_gpu, stop_cancels
+from ui.host.gpu import ZERO_GPU, on_gpu
 from ui.page.i18n import facts
 from ui.host.models import torch_side
 from ui.host import recordings
@@ -217,7 +217,7 @@ class LabTab:
                                                        model_id],
             [self.results, *(self.parts[name][k] for k in ("plot", "frame", "note")), self.export, self.stop],
             concurrency_limit=1, concurrency_id="lab", **PRIVATE) for name in SECTIONS]
-        stop_wiring(self.stop, self.actions.stop, runs, **stop_cancels(*runs))
+        stop_wiring(self.stop, self.actions.stop, runs)
         self.wire()
 
     def intro_md(self, lang: str) -> str:

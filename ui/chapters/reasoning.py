@@ -23,12 +23,12 @@ from viz.charts.notice import notice_chart
 
 from ui.host.errors import refuse, refused
 from ui.host.lab_mode import allow
-from ui.host.gpu import ZERO_GPU, for_tokens, on_gpu, stop_cancels
+from ui.host.gpu import ZERO_GPU, for_tokens, on_gpu
 from ui.page.i18n import LANGS, t, text
 from ui.host import recordings
 from ui.host.recordings import prompt_of, recorded
 from ui.chapters.common import ENGINE, PRIVATE, stop_button, stop_wiring, while_running
-from ui.host.runs import STREAM_INTERVAL_S, KeptFiles, StopFlags, background
+from ui.host.runs import STREAM_INTERVAL_S, KeptFiles, StopFlags, background, closed_on_stop
 from ui.page.plot import Plot
 
 # the examples are built-in questions (engine/bench/evaluation.py), so each one's answer is checked
@@ -225,13 +225,13 @@ class ReasoningChapter:
 
     def wire(self) -> None:
         tab, lang = self.tab, self.lang
-        both = gr.on([self.run.click, self.prompt.submit], while_running(on_gpu(tab.stream_both, for_tokens((1, 2)))),
+        both = gr.on([self.run.click, self.prompt.submit], while_running(closed_on_stop(on_gpu(tab.stream_both, for_tokens((1, 2))), tab.flags)),
                      [self.prompt, self.budget, self.answer_tokens, self.model_id, lang],
                      [*self.compared, self.on_recording, self.stop], **ENGINE, **PRIVATE)
         evaluation = self.eval_btn.click(
-            while_running(on_gpu(tab.run_eval, 900)), [self.budgets, self.limit, self.model_id, lang],
+            while_running(closed_on_stop(on_gpu(tab.run_eval, 900), tab.flags)), [self.budgets, self.limit, self.model_id, lang],
             [self.shown, self.eval_plot, self.eval_table, self.eval_file, self.eval_note, self.stop], **ENGINE, **PRIVATE)
-        stop_wiring(self.stop, tab.stop, [both, evaluation], **stop_cancels(both, evaluation))
+        stop_wiring(self.stop, tab.stop, [both, evaluation])
         # the page's language became known or changed: the evaluation's chart and table follow it,
         # and so does the recorded comparison while it is on show
         lang.change(ReasoningTab.eval_views, [self.shown, lang], [self.eval_plot, self.eval_table], queue=False,

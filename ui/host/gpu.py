@@ -5,9 +5,12 @@ On ZeroGPU (`SPACES_ZERO_GPU` set) such a function runs in a forked worker proce
 - The model is put on "cuda" at start (a plain `.to`, no `device_map`); `spaces` moves it to the
   real GPU in the worker.
 - A Stop flag or a lock set in the page's process never reaches the worker. What does reach it is
-  the close of the generator: `spaces` tells the worker to close its copy. So on ZeroGPU the Stop
-  buttons also cancel their runs (`stop_cancels`), and every long function is a generator whose
-  stop flag lives in the process doing the work (ui/runs.background).
+  the close of the generator: `spaces` tells the worker to close its copy. So on ZeroGPU every long
+  function is a generator, and the page's process closes it itself when its visitor's Stop flag is
+  set, looked at as each item goes by (ui/host/runs.closed_on_stop; the worker beats at least once a
+  second: ui/host/runs.background). Stop does not cancel the event: Gradio's cancel sometimes left the
+  generator running, never closed (a close that came while the generator was waiting for the worker's
+  next item).
 - A function gets 60 s unless told otherwise and is killed after that; the lab and the evaluation
   take minutes. `duration` says how long a call may need, from its own arguments."""
 
@@ -48,9 +51,3 @@ def on_gpu(fn, duration=None):
     if spaces is None:
         return fn
     return spaces.GPU(duration=duration)(fn) if duration is not None else spaces.GPU(fn)
-
-
-def stop_cancels(*events) -> dict:
-    """Keyword arguments for a Stop button's click. Elsewhere the Stop flag ends a run gracefully
-    (the trace so far is kept and drawn); on ZeroGPU only cancelling the event reaches the worker."""
-    return {"cancels": list(events)} if ZERO_GPU else {}

@@ -79,9 +79,11 @@ def closed_on_stop(call, flags: StopFlags):
     """On ZeroGPU, `call` (a generator run in the GPU worker, its arguments Gradio's with one gr.Request
     among them) with this process's Stop flag for the visitor looked at as each item goes by: Stop
     closes the call from here, which stops the worker. Elsewhere `call` itself (its own flag stops it).
-    The Stop button also cancels the event, but with that alone the cancelled event's generator was
-    sometimes never closed: the lab in 2 of 3 two-worker `make test` runs on 2026-12-06, Explore's run
-    in 1 clean run on 2026-12-07 (the test's worker log showed no stop sent from the page's process)."""
+    The Stop button no longer cancels the event as well: with Gradio's cancel, the cancelled event's
+    generator was sometimes never closed and never looked at again (the lab in 2 of 3 two-worker `make
+    test` runs on 2026-12-06; Explore's run and the lab, with this flag beside the cancel, in 2 clean
+    runs on 2026-12-07: the test's worker log showed no stop sent from the page's process). Without
+    the cancel, Gradio keeps asking for items and the flag is seen within a beat."""
     if not ZERO_GPU:
         return call
 
@@ -182,8 +184,9 @@ def background(work, cancel: threading.Event, each, every: float = 0.5, cancel_w
     text)` when the progress has changed (looking every `every` seconds), and also when `beat_s`
     passed without news if it is set, and returns work's result.
 
-    Closing it early (a Stop that cancels the event, the only signal that reaches a ZeroGPU worker)
-    sets `cancel`, which lives in this process, and waits for the work to stop (engine/lab: before its next pass).
+    Closing it early (on ZeroGPU the page's process closes the GPU call on Stop, closed_on_stop: the only
+    signal that reaches the worker) sets `cancel`, which lives in this process, and waits for the work
+    to stop (engine/lab: before its next pass).
     Locks the work needs are taken inside `work`: Gradio may resume a generator on another thread,
     and a lock must be released by the thread that took it."""
     box: dict = {}
