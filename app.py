@@ -38,6 +38,7 @@ from engine.served import endpoints_from_env
 from ui import api
 from ui.chapters.explore import Explore
 from ui.chapters.run import Run
+from ui.host.idle import quiet_when_idle
 from ui.host.models import Models, allowed_from_env
 from ui.host.recordings import page_css
 from ui.host.sessions import SessionReaper
@@ -117,7 +118,9 @@ def main() -> None:
     demo = build(models, endpoints)
     # Runs share the "engine" group's limit (TBT_CONCURRENCY) and the lab its own; everything else
     # (drawing a chart, reading a file) may serve a few visitors at once instead of one.
-    demo.queue(max_size=64, default_concurrency_limit=4).launch(
+    demo.queue(max_size=64, default_concurrency_limit=4)
+    quiet_when_idle(demo)          # Gradio's queue polls every 1 ms while empty (ui/host/idle.py)
+    demo.launch(
         server_name=args.host, server_port=args.port, share=args.share, show_error=False,
         css=CSS + page_css(), i18n=I18N, max_file_size=models.limits.max_upload_bytes, prevent_thread_lock=True,
         state_session_capacity=environment.max_sessions(),
