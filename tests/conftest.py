@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.browser.controls import first_draw  # noqa: E402
+from tests.browser.controls import FRAME_LOOPS_JS, first_draw  # noqa: E402
 from tests.paths import OUTPUT  # noqa: E402
 from tests.servers import WORKER, free_port, launch, launch_app, ready  # noqa: E402
 # Tests never reach a model hub: fail fast instead of retrying a network that is not there.
@@ -127,6 +127,7 @@ def browser():
 def page(browser, app_url):
     """A fresh tab on the app (1400×1000, downloads on); dialogs are recorded in page.dialogs."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    context.add_init_script(FRAME_LOOPS_JS)      # frame_loops() can count the page's animation loops
     page = context.new_page()
     page.dialogs = []
     page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))

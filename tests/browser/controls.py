@@ -33,3 +33,28 @@ def first_draw(page, lang: str | None = None, timeout_ms: int = 60_000) -> None:
     page.wait_for_selector("#output .tbt-recording", timeout=timeout_ms)
     page.wait_for_function("(lang) => document.body.dataset.tbtDrawn?.startsWith(lang) === true", arg=lang or "",
                            timeout=timeout_ms)
+
+
+# Animation-frame loops that run on their own: Gradio's status tracker asks for a frame every frame
+# while it counts a pending event's time; one left running keeps the page redrawing 60 times a second.
+# Installed before the page's scripts (the `page` fixture does), counting only while asked.
+FRAME_LOOPS_JS = """(() => {
+  const ask = window.requestAnimationFrame.bind(window);
+  window.tbtLoops = {on: false, tracker: 0};
+  window.requestAnimationFrame = (callback) => {
+    if (window.tbtLoops.on && (new Error().stack || '').includes('statustracker')) window.tbtLoops.tracker += 1;
+    return ask(callback);
+  };
+})();"""
+
+
+def frame_loops(page, frames: int = 30) -> float:
+    """Status-tracker frame requests per frame over `frames` frames: how many of its loops run (the
+    page's own frames are counted, so a slow machine's dropped frames do not change the figure)."""
+    return page.evaluate("""(frames) => new Promise((done) => {
+      window.tbtLoops.tracker = 0; window.tbtLoops.on = true;
+      let n = 0;
+      const tick = () => { if (++n < frames) { requestAnimationFrame(tick); return; }
+        window.tbtLoops.on = false; done(window.tbtLoops.tracker / frames); };
+      requestAnimationFrame(tick);
+    })""", frames)

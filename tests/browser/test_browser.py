@@ -13,7 +13,7 @@ from tests.app.test_bad_inputs import INTERNALS
 from tests.unit.test_trace_validate import HOSTILE, THE_ISSUES
 from engine.schema.validate import validate
 from tests.paths import FIXTURES
-from tests.browser.controls import first_draw, set_slider
+from tests.browser.controls import first_draw, frame_loops, set_slider
 from tests.browser.marks import expose_views, missing, plots_ready
 
 TABS = [("tokens", "1 · Tokens", ["#embedding"]),
@@ -309,10 +309,14 @@ def test_before_a_run_the_chapters_show_the_recording(page):
     page.get_by_role("tab", name="Trace file").click()
     page.wait_for_selector("#download a", timeout=10_000)          # the recording's own file
     assert "en-next" in page.inner_text("#download")
+    loops = frame_loops(page)
     seen = run_prompt(page, "Hi! Tell me about the sea.", max_tokens=24)
     assert page.locator("#output .tbt-recording").count() == 0
     # while it streamed, the chapters said they still showed the previous (recorded) run
     assert seen["stale_banner_while_running"] and page.locator("#stale").is_hidden()
+    # and hiding it again left no animation loop behind (a banner unmounted while pending left one a run)
+    page.wait_for_function("() => !document.querySelector('.pending')", timeout=30_000)
+    assert frame_loops(page) <= loops + 0.5, (loops, frame_loops(page))
 
 
 def test_a_loaded_file_says_so_and_a_clicked_token_moves_every_step_view(page, tmp_path):

@@ -21,7 +21,7 @@ from viz.fmt import device_name
 from viz.html.tree import tree_html
 
 from ui.chapters import floor, lab, reasoning
-from ui.chapters.common import CLICK_JS, ENGINE, PRIVATE, intro, stop_button, stop_wiring, while_running
+from ui.chapters.common import CLICK_JS, ENGINE, HIDDEN, PRIVATE, intro, stop_button, stop_wiring, while_running
 from ui.chapters.decode import Decode, least_sure_step
 from ui.chapters.fork import ForkPanel
 from ui.chapters.kv import KvCache
@@ -62,7 +62,7 @@ class Explore:
             with gr.Column(scale=3):
                 self.output = gr.HTML(elem_id="output", js_on_load=CLICK_JS)
                 self.status = gr.Markdown(elem_id="status")
-        self.stale = gr.Markdown(visible=False, elem_id="stale")
+        self.stale = gr.Markdown(elem_id="stale", elem_classes=[HIDDEN])      # mounted, hidden (common.HIDDEN)
         self.share_bar = explore_bar()      # link to this view, charts out, slides (ui/share/links.py)
         self.chapters_tabs()
         self.wire()
@@ -206,7 +206,7 @@ class Explore:
                   *self.kv.draw(trace, lang), *self.decode.draw(trace, d_layer, d_head, lang, shown.at if shown else None),
                   *self.speed.draw(trace, lang, shown), *self.sampling.draw(trace, unsure, (temperature, top_k, top_p, seed), lang),
                   self.download(trace, tree, write_file, recording, lens_file, lang), output,
-                  gr.update(visible=False), tree_html(tree or trace, branch or ROOT, lang),
+                  gr.update(elem_classes=[HIDDEN]), tree_html(tree or trace, branch or ROOT, lang),
                   *self.fork.available(trace, lang),
                   self.status_of(trace, shown, lang, recording)]
         return dict(zip(self.views, values, strict=True))

@@ -198,7 +198,7 @@ class Run:
             yield (trace if event.kind == "done" else gr.skip(), html.output_html(trace, lang=lang),
                    status, html.prompt_html(trace, lang=lang) if starting else gr.skip(),
                    # the chapters still show the previous run until this one ends and redraws them
-                   gr.update(visible=True, value=text("chapters_previous", lang)) if starting else gr.skip())
+                   gr.update(value=text("chapters_previous", lang), elem_classes=[]) if starting else gr.skip())
 
     def endpoint(self, source: str | None, lang: str = "en") -> Endpoint | None:
         """The host's endpoint named `source` ("" or None: this page's model)."""
