@@ -15,11 +15,6 @@ from ui.page.i18n import t
 from ui.page.plot import Plot
 
 PRIVATE = {"api_visibility": "private"}            # page events: not part of the documented API
-# Hides a component that comes and goes (assets/page.css) without unmounting it. Gradio unmounts a
-# component set `visible=False`; one unmounted while an event has it pending keeps its status
-# tracker's animation-frame loop running for good (Gradio 6.31): the stale banner, hidden at the end
-# of every run, left one more loop a run, each redrawing the page 60 times a second.
-HIDDEN = "tbt-hidden"
 ENGINE = {"concurrency_limit": ENGINE_CONCURRENCY, "concurrency_id": "engine"}   # events that run the model
 # chips and steps report which one was clicked (their data-index / data-step) as the event's index
 CLICK_JS = """

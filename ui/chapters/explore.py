@@ -21,7 +21,7 @@ from viz.fmt import device_name
 from viz.html.tree import tree_html
 
 from ui.chapters import floor, lab, reasoning
-from ui.chapters.common import CLICK_JS, ENGINE, HIDDEN, PRIVATE, intro, stop_button, stop_wiring, while_running
+from ui.chapters.common import CLICK_JS, ENGINE, PRIVATE, intro, stop_button, stop_wiring, while_running
 from ui.chapters.decode import Decode, least_sure_step
 from ui.chapters.fork import ForkPanel
 from ui.chapters.kv import KvCache
@@ -34,6 +34,7 @@ from ui.chapters.trace_file import TraceFile
 from ui.host.gpu import for_tokens, on_gpu
 from ui.host.recordings import examples, is_recording, recorded, recording_file
 from ui.host.runs import closed_on_stop
+from ui.page import HIDDEN
 from ui.page.bar import explore_bar
 from ui.page.i18n import t, text
 from ui.page.same_draw import SameDraws
@@ -62,7 +63,7 @@ class Explore:
             with gr.Column(scale=3):
                 self.output = gr.HTML(elem_id="output", js_on_load=CLICK_JS)
                 self.status = gr.Markdown(elem_id="status")
-        self.stale = gr.Markdown(elem_id="stale", elem_classes=[HIDDEN])      # mounted, hidden (common.HIDDEN)
+        self.stale = gr.Markdown(elem_id="stale", elem_classes=[HIDDEN])      # mounted, hidden (ui/page HIDDEN)
         self.share_bar = explore_bar()      # link to this view, charts out, slides (ui/share/links.py)
         self.chapters_tabs()
         self.wire()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from ui.page import HIDDEN
 from ui.page.i18n import t
 
 
@@ -24,8 +25,8 @@ class Bar:
         where = self.where
         self.link = gr.Textbox(label=t("share_link_box"), visible=False, interactive=False, buttons=["copy"],
                                elem_id=f"share-link-{where}")
-        self.files = gr.File(label=t("share_files"), file_count="multiple", visible=False, interactive=False,
-                             elem_id=f"share-files-{where}")
+        self.files = gr.File(label=t("share_files"), file_count="multiple", elem_classes=[HIDDEN], interactive=False,
+                             elem_id=f"share-files-{where}")      # hidden but mounted (ui/page HIDDEN)
         self.page = gr.Textbox(visible=False)           # filled by PAGE_JS: the page's address
         self.step = gr.Number(visible=False, precision=0)   # filled by PAGE_JS: the walkthrough step on screen
         return self

@@ -37,6 +37,7 @@ from ui.share.deck import deck_html
 from ui.host.errors import message, refused
 from ui.host.runs import TempFolder
 from ui.host.recordings import is_recording, recorded
+from ui.page import HIDDEN
 from ui.page.i18n import text
 from ui.chapters.common import clamp, head_choices, known_head
 from ui.chapters.sampling import sampling_view
@@ -255,7 +256,7 @@ class Share:
                  if p in self.plots.get(chapter, [])]
         shown = find(tree, branch) if tree is not None and branch and branch != ROOT else None
         paths = chapter_files(chapter, plots, trace, lang, branch=shown)
-        return gr.update(value=paths, visible=True)
+        return gr.update(value=paths, elem_classes=[])
 
     @property
     def all_plots(self) -> list:
@@ -266,7 +267,7 @@ class Share:
         folder = DECKS.fresh()
         path = folder / f"token-by-token-{lang}.html"
         path.write_text(deck_html(traces, lang, live=live), encoding="utf-8")
-        return gr.update(value=[str(path)], visible=True)
+        return gr.update(value=[str(path)], elem_classes=[])
 
     def explore_deck(self, trace, lang):
         if trace is None or is_recording(trace):
@@ -275,9 +276,8 @@ class Share:
 
     def wire(self) -> None:
         ex, bar, wt_bar = self.explore, self.bar, self.wt_bar
-        # another chapter: the files made for the last one go (their list sat above every chapter's tabs)
-        for tab in self.tabs:
-            tab.select(lambda chosen=tab.id: (chosen, gr.update(value=None, visible=False)), None,
+        for tab in self.tabs:      # another chapter: the last one's files go (their list sat above every tab)
+            tab.select(lambda chosen=tab.id: (chosen, gr.update(value=None, elem_classes=[HIDDEN])), None,
                        [self.chapter, bar.files], queue=False, **PRIVATE)
         ex.output.click(lambda: "decode", None, self.chapter, queue=False, **PRIVATE)   # a token opens Decode
         # a link is written at once, not queued behind other visitors' runs in the default slots (the zh
