@@ -35,8 +35,9 @@ run: $(STAMP)
 # Every kind of test: tests/unit, tests/engine, tests/app (live servers), tests/browser (Chromium), in two
 # pytest-xdist workers (whole files each, in tests/conftest.py's order `mixed`; each worker starts its own
 # servers) with one torch thread a process: two threads a process on 2 shared cores spin against each
-# other (the engine tier ran 3.3x slower). 14:07-14:41 wall on 2026-12-06 against 22:48 in one process (README);
-# a third worker gained nothing (the cores are ~93% busy with two). `make test WORKERS=0`: one process.
+# other (the engine tier ran 3.3x slower). Measured times by date, CPU and commit: README. One process took
+# 22:48 where two took 14:22 (2026-12-06); a third worker gained nothing (the cores are ~95% busy with
+# two: only less work makes it quicker). `make test WORKERS=0`: one process.
 WORKERS ?= 2
 XDIST   := $(if $(filter-out 0,$(WORKERS)),-n $(WORKERS) --dist loadfile --no-loadscope-reorder)
 THREADS := $(if $(filter-out 0,$(WORKERS)),OMP_NUM_THREADS=1)

@@ -314,9 +314,14 @@ def test_before_a_run_the_chapters_show_the_recording(page):
     assert page.locator("#output .tbt-recording").count() == 0
     # while it streamed, the chapters said they still showed the previous (recorded) run
     assert seen["stale_banner_while_running"] and page.locator("#stale").is_hidden()
-    # and hiding it again left no animation loop behind (a banner unmounted while pending left one a run)
-    page.wait_for_function("() => !document.querySelector('.pending')", timeout=30_000)
-    assert frame_loops(page) <= loops + 0.5, (loops, frame_loops(page))
+    # and hiding it again left no animation loop behind (a banner unmounted while pending left one a run,
+    # for good; the after-run profile's own tracker runs only while it measures)
+    settled = [frame_loops(page)]
+    deadline = time.monotonic() + 60
+    while settled[-1] > loops + 0.5 and time.monotonic() < deadline:
+        page.wait_for_timeout(1000)
+        settled.append(frame_loops(page))
+    assert settled[-1] <= loops + 0.5, (loops, settled)
 
 
 def test_a_loaded_file_says_so_and_a_clicked_token_moves_every_step_view(page, tmp_path):
