@@ -56,7 +56,8 @@ quick: $(STAMP)
 CAPS := $(if $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo y),avx512) avx2 default
 numerics: $(STAMP)
 	@set -e; for cap in $(CAPS); do for threads in 1 2; do \
-		echo "== ATEN_CPU_CAPABILITY=$$cap, $$threads torch thread(s)"; \
+		ATEN_CPU_CAPABILITY=$$cap OMP_NUM_THREADS=$$threads $(PY) -c "import torch; print('== ATen kernels', \
+			torch.backends.cpu.get_cpu_capability(), '($$cap asked),', torch.get_num_threads(), 'torch thread(s)')"; \
 		ATEN_CPU_CAPABILITY=$$cap OMP_NUM_THREADS=$$threads $(PY) -m pytest -m numerics -q -p no:cacheprovider; \
 	done; done
 
