@@ -234,7 +234,8 @@ class Explore:
                 *sampling_view(tr, index, temperature, top_k, top_p, seed, lang), gr.Tabs(selected="decode")]
 
     def wire(self) -> None:
-        run = gr.on([self.run_btn.click, self.prompt.submit], while_running(closed_on_stop(on_gpu(self.run.run, for_tokens(1)), self.run.flags)),
+        streamed = while_running(closed_on_stop(on_gpu(self.run.run, for_tokens(1)), self.run.flags))
+        run = gr.on([self.run_btn.click, self.prompt.submit], streamed,
                     validator=self.check_run, inputs=[self.prompt, *self.settings, self.model_id, self.source, self.lang],
                     outputs=[self.trace, self.output, self.status, self.tokens.chips, self.stale, self.stop_btn],
                     **ENGINE, **PRIVATE)

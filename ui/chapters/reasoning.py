@@ -225,7 +225,8 @@ class ReasoningChapter:
 
     def wire(self) -> None:
         tab, lang = self.tab, self.lang
-        both = gr.on([self.run.click, self.prompt.submit], while_running(closed_on_stop(on_gpu(tab.stream_both, for_tokens((1, 2))), tab.flags)),
+        compared = while_running(closed_on_stop(on_gpu(tab.stream_both, for_tokens((1, 2))), tab.flags))
+        both = gr.on([self.run.click, self.prompt.submit], compared,
                      [self.prompt, self.budget, self.answer_tokens, self.model_id, lang],
                      [*self.compared, self.on_recording, self.stop], **ENGINE, **PRIVATE)
         evaluation = self.eval_btn.click(
