@@ -88,6 +88,11 @@ def parted(got: Sequence[int], want: Sequence[int], gaps: Sequence[float]) -> st
     return f"part at step {i} of {len(got)}/{len(want)}: top-two logit gap {gap} (a tie is < {TIE})"
 
 
+def assert_same_greedy(got: Sequence[int], want: Sequence[int], gaps: Sequence[float]) -> None:
+    """`same_greedy`, or an AssertionError saying where the runs parted and how near a tie it was."""
+    assert same_greedy(got, want, gaps), parted(got, want, gaps)
+
+
 def fed_alike(got: Sequence[int], want: Sequence[int]) -> int:
     """How many steps of two greedy runs came from passes over the same tokens: every step while they
     agree, and up to the step where they part (its pass still read the same context; only its choice
@@ -102,6 +107,11 @@ def same_tops(got: Sequence[int], want: Sequence[int], gaps: Sequence[float]) ->
     or a tie there (`gaps[i]`, that argmax's top-two logit gap, under TIE). Unlike a greedy run, one
     argmax does not feed the next, so every position is compared."""
     return len(got) == len(want) == len(gaps) and all(a == b or g < TIE for a, b, g in zip(got, want, gaps))
+
+
+def assert_same_tops(got: Sequence[int], want: Sequence[int], gaps: Sequence[float]) -> None:
+    """`same_tops`, or an AssertionError saying where the guesses differ and how near a tie each was."""
+    assert same_tops(got, want, gaps), parted_tops(got, want, gaps)
 
 
 def lens_margins(engine, steps) -> list[list[float]]:

@@ -27,8 +27,7 @@ def test_trace_endpoint_matches_the_engine(client, engine):
     mine = run_trace(engine, "什么是量子计算", Settings(max_new_tokens=12, attention=True))
     assert [t.id for t in got.prompt.tokens] == [t.id for t in mine.prompt.tokens]
     ours, theirs = [s.id for s in got.steps], [s.id for s in mine.steps]     # the server's threads may sum otherwise
-    assert numerics.same_greedy(ours, theirs, numerics.margins(mine.steps)), numerics.parted(
-        ours, theirs, numerics.margins(mine.steps))
+    numerics.assert_same_greedy(ours, theirs, numerics.margins(mine.steps))
     assert got.attention is not None and len(got.attention.steps) == len(got.steps)
 
 
@@ -40,8 +39,7 @@ def test_trace_with_only_a_prompt_uses_the_documented_defaults(client, engine):
     assert got.settings.max_new_tokens == Settings().max_new_tokens
     mine = run_trace(engine, "Hello, world!", Settings())
     ours, theirs = [s.id for s in got.steps], [s.id for s in mine.steps]
-    assert numerics.same_greedy(ours, theirs, numerics.margins(mine.steps)), numerics.parted(
-        ours, theirs, numerics.margins(mine.steps))
+    numerics.assert_same_greedy(ours, theirs, numerics.margins(mine.steps))
 
 
 def test_compare_with_only_a_prompt(client):
@@ -153,8 +151,7 @@ def test_fork_endpoint_continues_a_trace_on_its_cached_prefix(client, engine):
                                                 or numerics.margins(branch.steps)[1] < numerics.TIE)
     mine = run_fork(engine, run, 3, token, max_new_tokens=6).branches[-1]
     ours, theirs = [s.id for s in branch.steps], [s.id for s in mine.steps]
-    assert numerics.same_greedy(ours, theirs, numerics.margins(mine.steps)), numerics.parted(
-        ours, theirs, numerics.margins(mine.steps))
+    numerics.assert_same_greedy(ours, theirs, numerics.margins(mine.steps))
     stored = {c.id for c in run.steps[3].candidates}
     outside = next(i for i in range(1000, 40_000) if i not in stored)
     with pytest.raises(Exception, match="candidates"):

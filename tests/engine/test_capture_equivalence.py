@@ -201,7 +201,7 @@ def test_greedy_run_stops_where_generate_stops(engine, prompt, max_new_tokens, r
     theirs = generate_greedy(engine, [t.id for t in trace.prompt.tokens], max_new_tokens)
     assert trace.summary.stop_reason == reason
     gaps = numerics.margins(trace.steps)
-    assert numerics.same_greedy(ours, theirs, gaps), numerics.parted(ours, theirs, gaps)
+    numerics.assert_same_greedy(ours, theirs, gaps)
     if reason == "eos":
         assert len(ours) < max_new_tokens and ours[-1] in generation_config_eos(engine)
         assert not any(t in generation_config_eos(engine) for t in ours[:-1])

@@ -32,7 +32,7 @@ def test_greedy_matches_model_generate(engine, name):
     trace = run_trace(engine, PROMPTS[name], Settings(max_new_tokens=64))
     ours, theirs = [s.id for s in trace.steps], hf_greedy(engine, PROMPTS[name], 64)
     gaps = numerics.margins(trace.steps)
-    assert numerics.same_greedy(ours, theirs, gaps), numerics.parted(ours, theirs, gaps)
+    numerics.assert_same_greedy(ours, theirs, gaps)
 
 
 def test_seeded_sampling_reproduces_itself(engine):
@@ -66,7 +66,7 @@ def test_no_cache_run_gives_the_same_tokens(engine):
     cached = run_trace(engine, "Hello, world!", Settings(max_new_tokens=16))
     uncached = run_trace(engine, "Hello, world!", Settings(max_new_tokens=16, use_cache=False))
     got, want, gaps = [s.id for s in uncached.steps], [s.id for s in cached.steps], numerics.margins(cached.steps)
-    assert numerics.same_greedy(got, want, gaps), numerics.parted(got, want, gaps)
+    numerics.assert_same_greedy(got, want, gaps)
     assert all(s.kv_bytes == 0 for s in uncached.steps)
 
 
@@ -107,7 +107,7 @@ def test_attention_capture_does_not_change_tokens(engine):
     plain = run_trace(engine, "What is 2 + 2?", Settings(max_new_tokens=16))
     captured = run_trace(engine, "What is 2 + 2?", Settings(max_new_tokens=16, attention=True, logit_lens=True))
     got, want, gaps = [s.id for s in captured.steps], [s.id for s in plain.steps], numerics.margins(plain.steps)
-    assert numerics.same_greedy(got, want, gaps), numerics.parted(got, want, gaps)
+    numerics.assert_same_greedy(got, want, gaps)
     # the kernel is never switched: SDPA computes the outputs of watched and unwatched runs alike
     assert engine.model.config._attn_implementation == "tbt_sdpa"
     assert captured.observation.kernel == "sdpa" and captured.observation.attention == "sdpa-capture"

@@ -46,7 +46,7 @@ def same_as_generate(steps, reference: list[int]) -> None:
     """A branch's greedy steps against `generate`'s tokens: the same, or parted at a near tie (two paths,
     tests/numerics.py; the gaps are the branch's own, as generate keeps none)."""
     ids, gaps = [s.id for s in steps], numerics.margins(steps)
-    assert numerics.same_greedy(ids, reference, gaps), numerics.parted(ids, reference, gaps)
+    numerics.assert_same_greedy(ids, reference, gaps)
 
 
 def fingerprint(engine, trace: Trace) -> tuple:
@@ -119,7 +119,7 @@ def test_recomputing_the_prefix_gives_the_same_first_token_and_is_slower(engine,
     measured = measure_recompute(engine, forked, forked.branches[-1].id).branches[-1]
     # the whole prefix recomputed against the kept cache: two paths, one greedy choice
     got, want, gaps = [measured.recompute_token], [measured.steps[1].id], numerics.margins(measured.steps[1:2])
-    assert numerics.same_greedy(got, want, gaps), numerics.parted(got, want, gaps)
+    numerics.assert_same_greedy(got, want, gaps)
     assert measured.recompute_ms > 0 and forked.branches[-1].recompute_ms is None
 
 

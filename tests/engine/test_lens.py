@@ -36,7 +36,7 @@ def _same(guesses, expected, gaps):
     """The same guess at each layer (or a tie there, taken the other way), its text, its probability."""
     assert [g.layer for g in guesses] == [g.layer for g in expected] == list(range(len(expected)))
     got, want = [g.id for g in guesses], [g.id for g in expected]
-    assert numerics.same_tops(got, want, gaps), numerics.parted_tops(got, want, gaps)
+    numerics.assert_same_tops(got, want, gaps)
     assert all(g.text == e.text for g, e in zip(guesses, expected) if g.id == e.id)
     p, q = [g.p for g in guesses], [g.p for g in expected]
     assert numerics.close(p, q, 1), numerics.worst(p, q)
@@ -68,7 +68,7 @@ def test_export_carries_the_lens_and_drops_the_states(engine, run_and_reference)
         _same(step.lens, expected, g)
     again = validate(Trace.from_json(out.to_json()))           # a downloaded file shows it without a model
     got, want = [g.id for g in again.steps[3].lens], [g.id for g in reference[3]]
-    assert numerics.same_tops(got, want, gaps[3]), numerics.parted_tops(got, want, gaps[3])
+    numerics.assert_same_tops(got, want, gaps[3])
     assert len(out.to_json()) < len(trace.to_json()) / 2
 
 

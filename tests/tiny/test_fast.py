@@ -146,7 +146,7 @@ def test_a_watched_compiled_run_captures_what_the_eager_path_captures(llama, fas
     assert (compiled.observation.decode, compiled.observation.static_cache_tokens) == ("compiled", BUCKET)
     assert (reference.observation.decode, reference.observation.static_cache_tokens) == ("eager", None)
     got, want, gaps = [s.id for s in compiled.steps], [s.id for s in reference.steps], numerics.margins(reference.steps)
-    assert numerics.same_greedy(got, want, gaps), numerics.parted(got, want, gaps)
+    numerics.assert_same_greedy(got, want, gaps)
     alike = numerics.fed_alike(got, want)         # the passes that read the same tokens: all, unless parted at a tie
     # the static cache's bytes count only the written slots: the same curve as the dynamic cache
     assert [s.kv_bytes for s in compiled.steps] == [s.kv_bytes for s in reference.steps]
@@ -163,7 +163,7 @@ def test_a_watched_compiled_run_captures_what_the_eager_path_captures(llama, fas
     lensed = zip(exported(llama, compiled).steps[:alike], exported(llama, reference).steps[:alike], lens_gaps)
     for mine, theirs, g in lensed:     # the lens from the graph's hidden states
         got, want = [x.id for x in mine.lens], [x.id for x in theirs.lens]
-        assert numerics.same_tops(got, want, g), numerics.parted_tops(got, want, g)
+        numerics.assert_same_tops(got, want, g)
         p, q = [x.p for x in mine.lens], [x.p for x in theirs.lens]
         assert numerics.close(p, q, 1), numerics.worst(p, q)
     validate(Trace.from_json(compiled.to_json()))
@@ -214,7 +214,7 @@ def test_a_compiled_run_can_be_forked(llama, fast):
                                     do_sample=False)
     got, want = [s.id for s in branch.steps[1:]], out[0, len(prefix):].tolist()
     gaps = numerics.margins(branch.steps[1:])
-    assert numerics.same_greedy(got, want, gaps), numerics.parted(got, want, gaps)
+    numerics.assert_same_greedy(got, want, gaps)
 
 
 @pytest.mark.numerics

@@ -50,7 +50,7 @@ def test_lens_projection_of_the_last_block_is_the_models_own_output(arch, tiny_e
         top, p = top_guesses(engine, kept["h"][None])
     best = logits.topk(2).values                 # the model's own top two: a tie may go either way
     own, gaps = [int(logits.argmax())], [float(best[0] - best[1])]
-    assert numerics.same_tops(top, own, gaps), numerics.parted_tops(top, own, gaps)
+    numerics.assert_same_tops(top, own, gaps)
     want = float(torch.softmax(logits, -1).max())
     assert numerics.close(float(p[0]), want, 1), numerics.worst(float(p[0]), want)
 

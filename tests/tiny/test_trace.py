@@ -35,7 +35,7 @@ def test_watched_greedy_tokens_equal_generate(arch, tiny_engine, tiny_model, wat
     ids = [t.id for t in trace.prompt.tokens]
     ours, theirs = [s.id for s in trace.steps], reference_tokens(tiny_model(arch), ids, STEPS)
     gaps = numerics.margins(trace.steps)
-    assert numerics.same_greedy(ours, theirs, gaps), numerics.parted(ours, theirs, gaps)
+    numerics.assert_same_greedy(ours, theirs, gaps)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
