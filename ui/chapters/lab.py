@@ -216,7 +216,7 @@ class LabTab:
             while_running(self.actions.runner(name)), [self.results, lang, self.parts[name]["pick"] or gr.State(None),
                                                        model_id],
             [self.results, *(self.parts[name][k] for k in ("plot", "frame", "note")), self.export, self.stop],
-            concurrency_limit=1, concurrency_id="lab", **PRIVATE) for name in SECTIONS]
+            concurrency_limit=1, concurrency_id="lab", show_progress="hidden", **PRIVATE) for name in SECTIONS]
         stop_wiring(self.stop, self.actions.stop, runs)
         self.wire()
 
