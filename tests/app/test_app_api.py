@@ -109,6 +109,17 @@ def test_a_cancelled_trace_call_stops_its_run(client):
                "the run to stop after its caller cancelled", every_s=0.1)
 
 
+def test_every_press_of_a_stop_button_is_sent(client):
+    """Each Stop's click goes out on every press, outside the queue: with Gradio's default trigger
+    mode ("once") a press waits for the previous press's answer, and a first press whose request hung
+    (Chromium on a loaded box, tests/browser/test_zerogpu_stop.press_stop) swallowed every later one."""
+    stops = {c["id"]: c["props"]["elem_id"] for c in client.config["components"]
+             if c.get("props", {}).get("elem_id") in ("stop", "r-stop", "lab-stop", "floor-stop")}
+    clicks = [d for d in client.config["dependencies"] if any(t[0] in stops and t[1] == "click" for t in d["targets"])]
+    assert {stops[t[0]] for d in clicks for t in d["targets"]} == set(stops.values()) and len(stops) == 4
+    assert all(d["trigger_mode"] == "multiple" and d["queue"] is False for d in clicks), clicks
+
+
 def test_a_script_flooding_trace_does_not_keep_another_client_waiting(app_url, client):
     """One client, one run: a flood from one session is refused beyond its first call, so the
     engine's other slot stays free and another client's run starts at once: it is done while the

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from gradio_client import Client
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.paths import FIXTURES, ROOT
 from tests.servers import app_server
@@ -30,16 +31,44 @@ def zero_app(output_dir):
         yield url, log_path
 
 
+def said(text: str, start: str) -> bool:
+    """Whether a line of the worker's log, after its time, starts with `start` ("run finished" is not
+    "after_run finished")."""
+    return any(line.partition(" ")[2].startswith(start) for line in text.splitlines())
+
+
 def wait_for_line(log: Path, needle: str, timeout_s: float) -> str:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         text = log.read_text(encoding="utf-8")
-        if needle in text:
+        if said(text, needle):
             return text
         time.sleep(0.1)
     stacks = "".join(f"\n{p.name}:\n{p.read_text()}" for p in sorted(log.parent.glob(f"{log.name}.*.stacks"))
                      if p.stat().st_size)       # the workers still going after 20 s: where they stand
     raise AssertionError(f"no {needle!r} in the worker log after {timeout_s} s:\n{log.read_text()}{stacks}")
+
+
+def press_stop(page, selector: str, log: Path, name: str) -> None:
+    """Press Stop and see its request answered. The press is a `queue=False` POST; on a loaded
+    2-core box its request was now and then never answered: Chromium issued it, the server had no
+    connection carrying it (uvicorn's connections and the event loop's tasks, dumped at the
+    failure: 6 times in ~350 presses, most with `make test` running beside, 2026-12-07), and the
+    Stop flag was never set: CI's failure of this module that day. That is the
+    browser's transport, not the Stop this module tests: a press whose request goes unanswered for
+    10 s is pressed once more, as a visitor would, and said in the output."""
+    for attempt in (1, 2):
+        try:
+            with page.expect_response(lambda r: r.request.method == "POST" and "/run/predict" in r.url,
+                                      timeout=10_000):
+                page.click(selector)
+            return
+        except PlaywrightTimeout:
+            print(f"Stop's request ({selector}, press {attempt}) got no answer in 10 s; the worker log says:\n"
+                  f"{log.read_text(encoding='utf-8')}")
+            if said(log.read_text(encoding="utf-8"), f"{name} stop sent"):
+                return         # it did arrive (the answer was lost on the way back): the worker was told
+    raise AssertionError(f"two presses of {selector} got no answer from the server")
 
 
 @pytest.fixture()
@@ -62,18 +91,18 @@ def test_stop_closes_the_run_in_the_forked_worker(zero_app, zero_page):
     page.fill("#prompt textarea", "Write a long story about a robot who learns to paint, with many details.")
     page.click("#run")
     page.wait_for_selector("#output .tbt-step", timeout=120_000)      # tokens stream from the worker
-    assert "run duration 130" in log.read_text()                       # 30 s + 0.25 s a token asked
+    assert said(log.read_text(), "run duration 130")                   # 30 s + 0.25 s a token asked
     stopped = time.monotonic()
-    page.click("#stop")
+    press_stop(page, "#stop", log, "run")
     text = wait_for_line(log, "run closed by stop", timeout_s=10)
     print(f"worker closed its run {time.monotonic() - stopped:.2f} s after Stop")
-    assert "run finished" not in text
+    assert not said(text, "run finished")
     # The server and the next GPU call are fine. Fork only once the page's own redraw after the
     # cancel is done: a fork while another thread of the server is inside a torch op can leave the
     # child waiting forever on a lock copied mid-use (a CPU hazard of this stand-in, as of spaces).
     page.wait_for_selector("#output .tbt-rendered", state="attached", timeout=60_000)
     path = Client(url, verbose=False).submit(prompt="Hi", max_new_tokens=4, api_name="/trace").result(timeout=120)
-    assert Path(path).exists() and "trace finished" in log.read_text()
+    assert Path(path).exists() and said(log.read_text(), "trace finished")
 
 
 def test_stop_closes_a_lab_experiment_in_the_forked_worker(zero_app, zero_page):
@@ -87,7 +116,7 @@ def test_stop_closes_a_lab_experiment_in_the_forked_worker(zero_app, zero_page):
                            timeout=60_000)
     now = time.time()
     print(f"Stop pressed at {time.strftime('%H:%M:%S', time.localtime(now))}.{int(now * 1000) % 1000:03d}")
-    page.click("#lab-stop")
-    assert "experiment duration 600" in log.read_text()
+    press_stop(page, "#lab-stop", log, "experiment")
+    assert said(log.read_text(), "experiment duration 600")
     text = wait_for_line(log, "experiment closed by stop", timeout_s=30)
-    assert "experiment finished" not in text
+    assert not said(text, "experiment finished")

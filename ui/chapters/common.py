@@ -91,6 +91,8 @@ def stop_wiring(stop: gr.Button, on_stop, events: list) -> None:
     def stopped(request: gr.Request):
         on_stop(request)
         return gr.update(interactive=False)
-    stop.click(stopped, None, stop, queue=False, **PRIVATE)
+    # every press is sent: with Gradio's default ("once") a second press waits for the first's answer,
+    # and a first whose request hung (seen in Chromium on a loaded box) would swallow every later one
+    stop.click(stopped, None, stop, queue=False, trigger_mode="multiple", **PRIVATE)
     for event in events:
         event.then(lambda: gr.update(interactive=False), None, stop, queue=False, **PRIVATE)
