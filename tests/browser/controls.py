@@ -58,3 +58,25 @@ def frame_loops(page, frames: int = 30) -> float:
         window.tbtLoops.on = false; done(window.tbtLoops.tracker / frames); };
       requestAnimationFrame(tick);
     })""", frames)
+
+
+def press_answered(page, selector: str, timeout_s: float = 10, answered=None) -> bool:
+    """Click `selector`, a button whose event runs outside the queue (a POST to /run/predict), and
+    see the server answer it; a press unanswered after `timeout_s` is pressed once more (the button's
+    click must be trigger_mode="multiple", or the page holds the second press back). Returns whether
+    the first press was answered. Now and then, on a loaded 2-core box, Chromium issued such a POST
+    and the server never got a connection for it (uvicorn's connections and tasks dumped at the
+    failure: 6 times in ~350 Stop presses, 2026-12-07; the zh walkthrough link waited 30 s the same
+    way). `answered()`, if given, says the press took effect although its answer was not seen."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    for attempt in (1, 2):
+        try:
+            with page.expect_response(lambda r: r.request.method == "POST" and "/run/predict" in r.url,
+                                      timeout=timeout_s * 1000):
+                page.click(selector)
+            return attempt == 1
+        except PlaywrightTimeout:
+            print(f"{selector}: press {attempt} got no answer in {timeout_s:.0f} s")
+            if answered is not None and answered():
+                return False
+    raise AssertionError(f"two presses of {selector} got no answer from the server")

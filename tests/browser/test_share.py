@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.controls import first_draw
+from tests.browser.controls import first_draw, press_answered
 
 TAB = {"en-US": "4 · Decode", "zh-CN": "4 · 解码"}
 COPY = {"en-US": "Copy link to this view", "zh-CN": "复制此视图的链接"}
@@ -203,7 +203,7 @@ def test_a_walkthrough_step_link_in_chinese(browser, app_url, output_dir):
         for step in range(2):
             page.locator(f"#wt-step-{step} .tbt-next").click()
         page.wait_for_function("() => document.querySelector('#wt-step-2')?.offsetParent !== null", timeout=30_000)
-        page.click("#share-walkthrough")
+        press_answered(page, "#share-walkthrough")
         page.wait_for_function("() => (document.querySelector('#share-link-walkthrough textarea, "
                                "#share-link-walkthrough input')?.value || '').includes('wt=2')", timeout=30_000)
         url = page.locator("#share-link-walkthrough textarea, #share-link-walkthrough input").first.input_value()

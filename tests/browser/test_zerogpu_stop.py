@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 from gradio_client import Client
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.paths import FIXTURES, ROOT
 from tests.servers import app_server
-from tests.browser.controls import first_draw, set_slider
+from tests.browser.controls import first_draw, press_answered, set_slider
 
 FAKE_SPACES = FIXTURES / "fake_spaces"
 
@@ -50,25 +49,11 @@ def wait_for_line(log: Path, needle: str, timeout_s: float) -> str:
 
 
 def press_stop(page, selector: str, log: Path, name: str) -> None:
-    """Press Stop and see its request answered. The press is a `queue=False` POST; on a loaded
-    2-core box its request was now and then never answered: Chromium issued it, the server had no
-    connection carrying it (uvicorn's connections and the event loop's tasks, dumped at the
-    failure: 6 times in ~350 presses, most with `make test` running beside, 2026-12-07), and the
-    Stop flag was never set: CI's failure of this module that day. That is the
-    browser's transport, not the Stop this module tests: a press whose request goes unanswered for
-    10 s is pressed once more, as a visitor would, and said in the output."""
-    for attempt in (1, 2):
-        try:
-            with page.expect_response(lambda r: r.request.method == "POST" and "/run/predict" in r.url,
-                                      timeout=10_000):
-                page.click(selector)
-            return
-        except PlaywrightTimeout:
-            print(f"Stop's request ({selector}, press {attempt}) got no answer in 10 s; the worker log says:\n"
-                  f"{log.read_text(encoding='utf-8')}")
-            if said(log.read_text(encoding="utf-8"), f"{name} stop sent"):
-                return         # it did arrive (the answer was lost on the way back): the worker was told
-    raise AssertionError(f"two presses of {selector} got no answer from the server")
+    """Press Stop and see its request answered, pressing again if it was not (controls.press_answered:
+    CI's failure of this module on 2026-12-07 was a Stop request the server never received, not a
+    Stop that did not reach the worker). The log is shown when a press went unanswered."""
+    if not press_answered(page, selector, answered=lambda: said(log.read_text(encoding="utf-8"), f"{name} stop sent")):
+        print(f"the worker log after the presses:\n{log.read_text(encoding='utf-8')}")
 
 
 @pytest.fixture()

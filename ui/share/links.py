@@ -280,16 +280,16 @@ class Share:
             tab.select(lambda chosen=tab.id: (chosen, gr.update(value=None, elem_classes=[HIDDEN])), None,
                        [self.chapter, bar.files], queue=False, **PRIVATE)
         ex.output.click(lambda: "decode", None, self.chapter, queue=False, **PRIVATE)   # a token opens Decode
-        # a link is written at once, not queued behind other visitors' runs in the default slots (the zh
-        # walkthrough-link test once waited 30 s for one late in the suite)
+        # a link is written at once (not queued behind visitors' runs) and on every press: one whose request
+        # hung (Chromium on a loaded box: tests/browser/controls.press_answered) holds no later press back
         made = bar.link_btn.click(self.explore_link, [
             self.chapter, ex.tree, ex.branch, ex.trace, ex.decode.step, *ex.prefill.controls, ex.decode.layer,
             ex.decode.head, ex.sampling.step, *ex.sampling.knobs, self.lang, self.present, bar.page, bar.step],
-            bar.link, js=PAGE_JS, queue=False, **PRIVATE)
+            bar.link, js=PAGE_JS, queue=False, trigger_mode="multiple", **PRIVATE)
         made.success(None, bar.link, None, js=COPY_JS, **PRIVATE)
         made = wt_bar.link_btn.click(self.walkthrough_link, [self.live, self.lang, self.present, wt_bar.page,
                                                              wt_bar.step], wt_bar.link, js=PAGE_JS, queue=False,
-                                     **PRIVATE)
+                                     trigger_mode="multiple", **PRIVATE)
         made.success(None, wt_bar.link, None, js=COPY_JS, **PRIVATE)
         bar.export_btn.click(self.chapter_charts, [self.chapter, ex.trace, ex.tree, ex.branch, self.lang, *self.all_plots], bar.files,
                              concurrency_limit=2, concurrency_id="charts-out", **PRIVATE)
