@@ -112,7 +112,7 @@ def test_a_cancelled_trace_call_stops_its_run(client):
 def test_every_press_of_a_stop_button_is_sent(client):
     """Each Stop's click goes out on every press, outside the queue: with Gradio's default trigger
     mode ("once") a press waits for the previous press's answer, and a first press whose request hung
-    (Chromium on a loaded box, tests/browser/test_zerogpu_stop.press_stop) swallowed every later one."""
+    (Chromium on a loaded box, tests/browser/controls.press_answered) swallowed every later one."""
     stops = {c["id"]: c["props"]["elem_id"] for c in client.config["components"]
              if c.get("props", {}).get("elem_id") in ("stop", "r-stop", "lab-stop", "floor-stop")}
     clicks = [d for d in client.config["dependencies"] if any(t[0] in stops and t[1] == "click" for t in d["targets"])]
