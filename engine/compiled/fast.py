@@ -186,8 +186,8 @@ class FastPath:
         return aoti.static_cache(self.config, bucket, cache)
 
     def step(self, variant: str, token: int, position: int, cache: StaticCache) -> Step:
-        """One compiled decode step, on the main thread; the caller holds the engine's lock. Like an
-        eager pass it waits while a back-room job has its turn (engine/host/house.py)."""
+        """One compiled decode step, on the main thread; the run that asked for it holds the engine's
+        lock. Like an eager pass it waits while a back-room job has its turn (engine/host/house.py)."""
         with HOUSE.visitor_pass():
             return MAIN.run(self._step, variant, token, position, cache)
 

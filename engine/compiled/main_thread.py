@@ -13,11 +13,15 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager, nullcontext
 
-# A compiled step takes tens of milliseconds; a worker waits this long for the main thread at most.
+# A compiled step takes tens of milliseconds; a worker waits this long for the main thread at most
+# (room in the queue and the step together), and COMMIT_WAIT_S more only for a step that is writing
+# its result at that moment (a few milliseconds of recording; nothing it does waits).
 STEP_WAIT_S = 60.0
-# Jobs waiting for the main thread at most: each run waits for its one step, so the queue holds one
-# job per run in progress (the host's TBT_CONCURRENCY, 2 by default); a worker that finds it full
-# waits for room as it would for its step, then gives up the same way.
+COMMIT_WAIT_S = 5.0
+# Jobs waiting for the main thread at most. A run asks for a step holding its engine's lock
+# (engine/run/generate.py), so each loaded model has one job here at a time, however many runs it
+# has in progress (the others wait for the lock as eager runs do): the queue holds one job per model
+# with a compiled step, and this is room to spare, not a limit on runs.
 MAX_JOBS = 16
 
 
@@ -55,24 +59,29 @@ class MainThread:
         """Can the calling thread run compiled steps (it is the main thread, or the main thread serves)?"""
         return self.serving or threading.current_thread() is threading.main_thread()
 
-    def run(self, fn, *args, timeout_s: float = STEP_WAIT_S):
-        """`fn(*args)` on the main thread; TimeoutError if it has not answered in `timeout_s`. A job
-        not started by then is dropped; one that has started commits nothing after it (`committing`),
-        so a step its run gave up on never reaches that run's trace."""
+    def run(self, fn, *args, timeout_s: float | None = None):
+        """`fn(*args)` on the main thread; TimeoutError if it has not answered in `timeout_s`
+        (STEP_WAIT_S), the wait for room in the queue included. A job not started by then is dropped;
+        one that has started commits nothing after it (`committing`), so a step its run gave up on
+        never reaches that run's trace; one committing at that moment is waited for (COMMIT_WAIT_S)."""
         if threading.current_thread() is threading.main_thread():
             return fn(*args)
         if not self.serving:
             raise RuntimeError("compiled steps run on the main thread, which is not serving them")
+        timeout_s = STEP_WAIT_S if timeout_s is None else timeout_s
         job, deadline = _Job(fn, args), time.monotonic() + timeout_s
         try:
             self.jobs.put(job, timeout=timeout_s)
             return job.done.result(timeout=max(0.0, deadline - time.monotonic()))
         except (queue.Full, FutureTimeout):
-            if job.gate.acquire(timeout=timeout_s):     # a job committing now finishes first; then none does
+            if job.gate.acquire(timeout=COMMIT_WAIT_S):   # a job committing now finishes first; then none does
                 job.wanted = False
                 job.gate.release()
-            if job.committed:             # it committed while we gave up: its result stands (it is returning)
-                return job.done.result(timeout=timeout_s)
+            if job.committed or job.wanted:   # it committed (or still commits) while we gave up: its result stands
+                try:
+                    return job.done.result(timeout=COMMIT_WAIT_S)
+                except FutureTimeout:
+                    pass
             job.done.cancel()             # not started yet: the main thread skips it
             raise TimeoutError(f"the main thread did not run a compiled step within {timeout_s:.0f} s") from None
 

@@ -16,7 +16,6 @@ its steps and its cache are never changed, so visitors forking one shared run st
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import threading
 from datetime import datetime, timezone
 from typing import Generator
@@ -30,19 +29,11 @@ from engine.errors import InvalidRequest
 from engine.run.generate import Run
 from engine.model.hooks import Capture
 from engine.run.kv_cache import cache_bytes, cropped_copy, holds
-from engine.run.record import Clocks, Event, make_step, ms3, summarize
+from engine.run.prefixes import cache_key
+from engine.run.record import Clocks, Event, last_of, make_step, ms3, summarize
 from engine.run.request import check_settings
 from engine.run.sampling import Choice, pick, warpers
 from engine.schema.trace import Branch, Settings, Step, Trace
-
-
-def trace_key(trace: Trace) -> str:
-    """The name of a trace's caches: its run id, or (a file from before run ids) a digest of what
-    determines the cache: model, prompt tokens and generated tokens."""
-    if trace.run_id:
-        return trace.run_id
-    ids = [t.id for t in trace.prompt.tokens] + [s.id for s in trace.steps]
-    return "file-" + hashlib.sha1(f"{trace.model.id}|{trace.created}|{ids}".encode()).hexdigest()[:16]
 
 
 def prefix_ids(trace: Trace, steps: list[Step], at: int) -> list[int]:
@@ -114,8 +105,7 @@ def stream_fork(engine, trace: Trace, at: int, token: int, parent: str = ROOT,
         raise InvalidRequest(f"{len(prefix) + 1 + new:,} positions exceed the model's context of "
                              f"{engine.info.context_length:,}", "fork_context",
                              positions=len(prefix) + 1 + new, context=engine.info.context_length)
-    key = trace_key(trace)
-    cached, rebuilt_ms = kept_or_rebuilt(engine, trace, (key, parent or ROOT), steps, len(prefix))
+    cached, rebuilt_ms = kept_or_rebuilt(engine, trace, cache_key(trace, parent or ROOT), steps, len(prefix))
     begin = now_ms(engine.device)
     with engine.lock:
         cache = cropped_copy(engine.model.config, cached, len(prefix))
@@ -140,10 +130,10 @@ def stream_fork(engine, trace: Trace, at: int, token: int, parent: str = ROOT,
                     copy_ms=ms3(copy_ms), rebuilt_ms=None if rebuilt_ms is None else ms3(rebuilt_ms),
                     created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     run = BranchRun(engine, view_trace, prefix + [token], start, cancel or threading.Event(), cache, copy_ms, forced)
-    return _branch_events(engine, trace, run, branch, key)
+    return _branch_events(engine, trace, run, branch)
 
 
-def kept_or_rebuilt(engine, trace: Trace, name: tuple, steps: list[Step], positions: int):
+def kept_or_rebuilt(engine, trace: Trace, name: str, steps: list[Step], positions: int):
     """The lineage's kept cache if it holds the first `positions`, else one computed from its tokens
     and kept (with the ms that took). A sliding-window layer keeps only its newest positions, so a
     model with such layers reuses a kept cache only where the fork's window is still in it, and
@@ -184,7 +174,7 @@ def check_fork(engine, trace: Trace, at: int, token: int, parent: str) -> tuple[
     return steps, chosen
 
 
-def _branch_events(engine, trace: Trace, run: BranchRun, branch: Branch, key: str):
+def _branch_events(engine, trace: Trace, run: BranchRun, branch: Branch):
     view_trace = run.trace
     try:
         for event in run.events():
@@ -202,18 +192,14 @@ def _branch_events(engine, trace: Trace, run: BranchRun, branch: Branch, key: st
         capped = view_trace.observation.lens_capped_at if view_trace.observation else None
         branch.lens_capped_at = capped if capped is not None and capped > branch.at else None
         view_trace.summary = branch.summary
-    engine.prefixes.keep((key, branch.id), run.cache)
-    return dataclasses.replace(trace, branches=[*trace.branches, branch])
+    forked = dataclasses.replace(trace, branches=[*trace.branches, branch])
+    engine.prefixes.keep(cache_key(forked, branch.id), run.cache)
+    return forked
 
 
 def run_fork(engine, trace: Trace, at: int, token: int, **kwargs) -> Trace:
     """The whole fork at once; returns the trace with the new branch last in `branches`."""
-    events = stream_fork(engine, trace, at, token, **kwargs)
-    while True:
-        try:
-            next(events)
-        except StopIteration as done:
-            return done.value
+    return last_of(stream_fork(engine, trace, at, token, **kwargs))
 
 
 def rebuild(engine, trace: Trace, steps: list[Step], upto: int) -> tuple[DynamicCache, float]:

@@ -25,10 +25,10 @@ from engine.model.core import Engine, Pass
 from engine.model.hooks import Capture
 from engine.model.lens import KeptStates
 from engine.model.tokens import TextStream
-from engine.schema.branches import ROOT
 from engine.run.kv_cache import cache_bytes, cache_tokens
+from engine.run.prefixes import cache_key
 from engine.run.reasoning import Thinking, template_text
-from engine.run.record import AttentionRows, Clocks, Event, Seen, make_step, ms3, new_trace, summarize
+from engine.run.record import AttentionRows, Clocks, Event, Seen, last_of, make_step, ms3, new_trace, summarize
 from engine.run.request import check_length, check_settings, clean_prompt
 from engine.run.sampling import describe, pick, warpers
 from engine.schema.trace import Prefill, Settings, Trace
@@ -52,12 +52,7 @@ def stream_trace(engine: Engine, prompt: str, settings: Settings | None = None,
 def run_trace(engine: Engine, prompt: str, settings: Settings | None = None,
               cancel: threading.Event | None = None, keep_cache: bool = False) -> Trace:
     """The whole run at once."""
-    events = stream_trace(engine, prompt, settings, cancel, keep_cache=keep_cache)
-    while True:
-        try:
-            next(events)
-        except StopIteration as done:
-            return done.value
+    return last_of(stream_trace(engine, prompt, settings, cancel, keep_cache=keep_cache))
 
 
 class Run:
@@ -94,7 +89,7 @@ class Run:
             self.finish(reason)
             if self.keep_cache and self.cache is not None:
                 cache = self.cache if self.fast is None else to_dynamic(self.cache, self.engine.model.config)
-                self.engine.prefixes.keep((trace.run_id, ROOT), cache)
+                self.engine.prefixes.keep(cache_key(trace), cache)
             yield Event("done", trace)
             return trace
         finally:                      # closed early (GeneratorExit) or failed: keep the partial trace
@@ -110,7 +105,11 @@ class Run:
             if self.cancel.is_set():
                 return "cancelled"
             self.note_compile()
-            reason = self.decode_one_token()
+            try:
+                reason = self.decode_one_token()
+            except TimeoutError:       # the main thread never ran the step: the run ends, its steps kept,
+                self.keep_cache = False    # not its cache (the step may yet write its position)
+                return "timeout"
             yield Event("step", self.trace)
         return reason
 
@@ -153,16 +152,18 @@ class Run:
         capture = self.capture()
         if self.fast is not None:
             # the whole step on the main thread (engine/compiled/main_thread.py says why), sampling and
-            # watching too, so a compiled run's decode work stays in one OpenMP thread pool
-            return MAIN.run(lambda: self.emit(self.compiled_pass(capture), capture))
+            # watching too (one OpenMP pool). The lock is taken here, before the step is queued: what holds
+            # it (a pass, a fork, the floor, the lab) holds this run as it holds an eager one, never the
+            # main thread (other models' steps go on), and the step's time limit counts from here
+            with self.engine.lock:
+                return MAIN.run(lambda: self.emit(self.compiled_pass(capture), capture))
         fed = self.ids[-1:] if self.cache is not None else self.ids
         return self.emit(self.engine.forward(torch.tensor([fed]), self.cache, capture), capture)
 
     def compiled_pass(self, capture: Capture) -> Pass:
         """One compiled step. Its attention rows and layer outputs are outputs of the graph, so their
         cost is inside the step's time (the bench measures it: fast_capture_ratio)."""
-        with self.engine.lock:
-            out = self.engine.fast.step(self.fast, self.ids[-1], len(self.ids) - 1, self.cache)
+        out = self.engine.fast.step(self.fast, self.ids[-1], len(self.ids) - 1, self.cache)  # the caller holds the lock
         keys = len(self.ids)
         if capture.attention:
             capture.rows.update(enumerate(out.rows[:, :, :keys]))

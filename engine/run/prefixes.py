@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 
 from transformers import DynamicCache
+
+from engine.schema.branches import ROOT, lineage
+
+
+def cache_key(trace, branch: str = ROOT) -> str:
+    """The name a lineage's kept cache is found by: a digest of what determines the cache, the
+    model and the token ids (the prompt's, then the run's or branch's generated ones). Never the
+    run id a trace carries: a file whose tokens were edited, or that names another run's id,
+    names another digest, misses, and has its prefix computed from its own tokens."""
+    ids = [t.id for t in trace.prompt.tokens] + [s.id for s in lineage(trace, branch)]
+    return hashlib.sha256(f"{trace.model.id}|{ids}".encode()).hexdigest()
 
 
 def held_bytes(cache: DynamicCache | None) -> int:
@@ -26,16 +38,16 @@ def held_bytes(cache: DynamicCache | None) -> int:
 
 
 class Prefixes:
-    """KV caches of finished runs and branches, keyed by (trace key, branch id), least recently
+    """KV caches of finished runs and branches, keyed by `cache_key`, least recently
     used dropped first once they hold more than `max_bytes` (their storage, `held_bytes`). Entries
     are never mutated: a fork copies before it crops."""
 
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple[str, str], tuple[DynamicCache, int]] = OrderedDict()
+        self._items: OrderedDict[str, tuple[DynamicCache, int]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def keep(self, key: tuple[str, str], cache: DynamicCache) -> None:
+    def keep(self, key: str, cache: DynamicCache) -> None:
         size = held_bytes(cache)
         with self._lock:
             self._items.pop(key, None)
@@ -45,7 +57,7 @@ class Prefixes:
             while self._held() > self.max_bytes:
                 self._items.popitem(last=False)
 
-    def get(self, key: tuple[str, str]) -> DynamicCache | None:
+    def get(self, key: str) -> DynamicCache | None:
         with self._lock:
             item = self._items.get(key)
             if item is None:

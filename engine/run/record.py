@@ -6,6 +6,7 @@ fork's branch (engine/run/fork.py) and a served completion (engine/served/client
 from __future__ import annotations
 
 import uuid
+from collections.abc import Generator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -25,6 +26,15 @@ from engine.schema.trace import Attention, Hidden, LensGuess, Observation, Promp
 class Event:
     kind: str       # "tokens" | "prefill" | "step" | "done"
     trace: Trace
+
+
+def last_of(events: Generator[Event, None, Trace]) -> Trace:
+    """A run's (or a branch's) finished Trace: its events' generator run to the end."""
+    while True:
+        try:
+            next(events)
+        except StopIteration as done:
+            return done.value
 
 
 @dataclass

@@ -20,8 +20,8 @@ SCHEMA = "token-by-token/trace@3"
 # trace@1 (before the honest clocks): step times were wall time, watching and waiting included.
 # trace@2: no branches, no run id. Such files still load; their new fields keep the defaults below.
 READABLE = ("token-by-token/trace@1", "token-by-token/trace@2", SCHEMA)
-# why a run or branch stopped: its end-of-sequence token, the token budget, a stop string, or cut off
-STOP_REASONS = ("eos", "max_tokens", "stop", "cancelled")
+# why a run stopped: its end-of-sequence token, its budget, a stop string, cut off, a step not run in time
+STOP_REASONS = ("eos", "max_tokens", "stop", "cancelled", "timeout")
 
 
 @dataclass
@@ -226,7 +226,7 @@ class Trace:
     observation: Observation | None = None
     created: str = ""
     schema: str = SCHEMA
-    run_id: str = ""                # names this run's kept KV cache on the server (forking reuses it)
+    run_id: str = ""                # names this run (a fork finds the kept cache by tokens: prefixes.cache_key)
     branches: list[Branch] = field(default_factory=list)
     served: Served | None = None    # a completion streamed from a model server (engine/served)
 

@@ -90,8 +90,11 @@ def test_fork_command_continues_a_trace_file(tmp_path, engine, monkeypatch, caps
     """`python -m engine fork`: a trace file, a step and one of its candidates in; the trace with the
     branch written, and what it measured printed. A new process holds no cache of the run: rebuilt."""
     from engine.run.generate import run_trace
+    from engine.run.prefixes import Prefixes
     from engine.schema.trace import Settings
     trace = run_trace(engine, "Name a planet with rings.", Settings(max_new_tokens=5))
+    # caches are found by tokens: another test's run of this prompt may have kept one in this process
+    monkeypatch.setattr(engine, "prefixes", Prefixes(engine.limits.prefix_cache_bytes))
     (tmp_path / "run.json").write_text(trace.to_json(), encoding="utf-8")
     token = trace.steps[2].candidates[1].id
     done = run_here(engine, monkeypatch, capsys, "fork", "--trace", str(tmp_path / "run.json"), "--step", "2",

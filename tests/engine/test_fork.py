@@ -16,6 +16,7 @@ import torch
 from engine import InvalidRequest, Settings, Trace, TraceFormatError, run_trace
 from engine.schema.branches import ROOT, lineage, view
 from engine.run.fork import measure_recompute, run_fork
+from engine.run.prefixes import Prefixes, cache_key
 from viz.html.tree import tree_html
 from engine.schema.validate import validate
 from tests import numerics
@@ -50,7 +51,7 @@ def same_as_generate(steps, reference: list[int]) -> None:
 
 
 def fingerprint(engine, trace: Trace) -> tuple:
-    cache = engine.prefixes.get((trace.run_id, ROOT))
+    cache = engine.prefixes.get(cache_key(trace))
     return cache.get_seq_length(), float(sum(layer.keys.double().sum() for layer in cache.layers))
 
 
@@ -123,12 +124,27 @@ def test_recomputing_the_prefix_gives_the_same_first_token_and_is_slower(engine,
     assert measured.recompute_ms > 0 and forked.branches[-1].recompute_ms is None
 
 
-def test_a_trace_without_a_cache_in_memory_has_its_prefix_built_once(engine, run):
+def test_a_trace_without_a_cache_in_memory_has_its_prefix_built_once(engine, run, monkeypatch):
     loaded = Trace.from_json(run.to_json())
-    loaded.run_id = ""                      # a file from before run ids: keyed by its content
+    monkeypatch.setattr(engine, "prefixes", Prefixes(engine.limits.prefix_cache_bytes))   # a server restarted
     first = run_fork(engine, loaded, 2, second_choice(run.steps[2]), max_new_tokens=4).branches[-1]
     again = run_fork(engine, loaded, 6, second_choice(run.steps[6]), max_new_tokens=4).branches[-1]
     assert first.rebuilt_ms is not None and again.rebuilt_ms is None
+
+
+@pytest.mark.numerics
+def test_a_file_naming_another_run_forks_from_its_own_tokens(engine, run):
+    """A trace file is in the visitor's hands: its prompt can be edited and its run id can name another
+    run in memory. The kept caches are found by tokens, not by that id: such a file misses the other
+    run's cache, its prefix is computed from its own tokens, and the branch equals `generate` there."""
+    other = run_trace(engine, "The capital of France is", Settings(max_new_tokens=8, ignore_eos=True))
+    forged = Trace.from_json(other.to_json())
+    forged.run_id = run.run_id                           # the kept run's id on another prompt's tokens
+    at, token = 3, second_choice(other.steps[3])
+    branch = run_fork(engine, forged, at, token, max_new_tokens=6).branches[-1]
+    assert branch.rebuilt_ms is not None                 # computed, not the kept run's cache
+    prefix = [t.id for t in other.prompt.tokens] + [s.id for s in other.steps[:at]] + [token]
+    same_as_generate(branch.steps[1:], generate_from(engine, prefix, 6))
 
 
 def test_branches_round_trip_and_old_files_load(engine, run):

@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 import torch
 
-from engine.schema.branches import ROOT
 from engine import Settings, Trace, run_trace, stream_trace
 from engine.compiled.fast import BUCKETS, bucket_for
 from engine.model.lens import exported
 from engine.bench.compiled import PROMPTS, fast_figures, greedy_ids, identical
 from engine.run.fork import run_fork
+from engine.run.prefixes import cache_key
 from ui.chapters.run import status_md
 from engine.schema.validate import validate
 from tests import numerics
@@ -203,7 +203,7 @@ def test_what_the_step_cannot_serve_stays_eager(llama, fast):
 def test_a_compiled_run_can_be_forked(llama, fast):
     run = run_trace(llama, "Name three colours.", Settings(max_new_tokens=10, ignore_eos=True), keep_cache=True)
     assert run.observation.decode == "compiled"
-    kept = llama.prefixes.get((run.run_id, ROOT))
+    kept = llama.prefixes.get(cache_key(run))
     assert kept.get_seq_length() == len(run.prompt.tokens) + len(run.steps) - 1   # the last token was not fed
     at, token = 4, next(c.id for c in run.steps[4].candidates if c.id != run.steps[4].id)
     branch = run_fork(llama, run, at, token, max_new_tokens=6).branches[-1]
@@ -297,3 +297,105 @@ def test_a_package_timed_slower_on_a_busy_machine_is_timed_again_and_deleted_on_
     refused = {**meta, "use": False, "same_tokens": False, "final": True, "why": "its greedy tokens differ"}
     path.with_suffix(".json").write_text(json.dumps(refused))
     assert aoti.ready_meta(fast.model, llama.model, llama.device, BUCKET, path) == refused   # stays refused
+
+
+# --- the compiled step's waits (engine/compiled/main_thread.py): a run never lost, never held by the
+# main thread for another's lock ---------------------------------------------------------------------
+
+@pytest.fixture
+def main_serves_late(monkeypatch):
+    """The main thread's queue as the app has it, its step bound cut to 0.3 s, and `serve(visitors,
+    after_s)`: start the visitors (worker threads), let the main thread serve their steps after
+    `after_s` (until they end), join them. Jobs left in the queue are dropped afterwards."""
+    import threading
+    from engine.compiled import main_thread
+    from engine.compiled.fast import MAIN
+    monkeypatch.setattr(main_thread, "STEP_WAIT_S", 0.3)
+    monkeypatch.setattr(MAIN, "serving", True)     # steps are asked of it: it says it serves (as in the app)
+
+    def serve(visitors, after_s: float | None = 0.0):
+        threads = [threading.Thread(target=v) for v in visitors]
+        for t in threads:
+            t.start()
+        if after_s is not None:
+            time.sleep(after_s)
+            stop = threading.Event()
+            threading.Thread(target=lambda: ([t.join(60) for t in threads], stop.set())).start()
+            MAIN.serve(stop)
+        for t in threads:
+            t.join(60)
+        assert not any(t.is_alive() for t in threads)
+    try:
+        yield serve
+    finally:
+        while not MAIN.jobs.empty():
+            MAIN.jobs.get_nowait()
+
+
+def test_a_step_the_main_thread_never_runs_ends_the_run_with_its_steps_said_and_kept(llama, fast, main_serves_late):
+    """A stuck main thread: the run's first compiled step times out; the run ends "timeout" with the
+    prefill's token, the page's last update carries that trace and says why in its language, and the
+    run's cache is not kept for forks (the dropped step might still write into it)."""
+    from ui.chapters.run import Run
+    shown = {}
+
+    def visitor(lang):
+        events = stream_trace(llama, "Hello", Settings(max_new_tokens=6, ignore_eos=True), keep_cache=True)
+        shown[lang] = list(Run.shown(events, llama, lang))
+    main_serves_late([lambda: visitor("en"), lambda: visitor("zh")], after_s=None)   # nobody serves
+    for lang, sentence in (("en", "was not run in time"), ("zh", "没能及时执行")):
+        trace, status = shown[lang][-1][0], shown[lang][-1][2]
+        assert isinstance(trace, Trace) and trace.summary.stop_reason == "timeout", (lang, trace)
+        assert trace.observation.decode == "compiled" and len(trace.steps) == 1
+        assert sentence in status, status
+        validate(trace)
+        assert llama.prefixes.get(cache_key(trace)) is None
+    assert fast.in_use == 0
+
+
+def test_a_compiled_run_waits_for_its_engine_s_lock_as_an_eager_run_does(llama, fast, main_serves_late):
+    """Whatever holds the engine's lock mid-run (a fork's pass, the floor, the lab) holds the run's next
+    step on the run's own thread, where its time limit has not started: held 1 s, three times the
+    step's bound, the run goes on and ends as it would have. (The main thread took the lock inside
+    the step: it stood still for the holder, the step timed out and the run was lost.)"""
+    import threading
+    settings = Settings(max_new_tokens=5, ignore_eos=True)
+    alone = run_trace(llama, "Hello", settings)
+    stepped, held, ended = threading.Event(), threading.Event(), {}
+
+    def holder():
+        stepped.wait(30)
+        with llama.lock:
+            held.set()
+            time.sleep(1.0)
+
+    def visitor():
+        events = stream_trace(llama, "Hello", settings)
+        for event in events:
+            if event.kind == "step" and not stepped.is_set():
+                stepped.set()          # one compiled step done: the lock is taken before the next
+                held.wait(30)
+        ended["trace"] = event.trace
+    main_serves_late([holder, visitor])
+    trace = ended["trace"]
+    assert trace.summary.stop_reason == "max_tokens" and trace.observation.decode == "compiled"
+    assert [s.id for s in trace.steps] == [s.id for s in alone.steps]
+
+
+def test_runs_of_one_model_take_one_place_in_the_main_thread_s_queue(llama, fast, main_serves_late, monkeypatch):
+    """Three runs of one model at once, the main thread serving late: one step of theirs waits in the
+    queue, the other runs wait for the model's lock (so the queue's size is not a limit on runs, and
+    runs beyond it do not time out waiting for room); all three end as they would alone."""
+    from engine.compiled import main_thread
+    from engine.compiled.fast import MAIN
+    monkeypatch.setattr(main_thread, "STEP_WAIT_S", 10.0)      # the queue is what is watched here, not time
+    settings, ended, most = Settings(max_new_tokens=4, ignore_eos=True), [], []
+    put = MAIN.jobs.put
+
+    def counted(job, *args, **kwargs):
+        put(job, *args, **kwargs)
+        most.append(MAIN.jobs.qsize())
+    monkeypatch.setattr(MAIN.jobs, "put", counted)
+    main_serves_late([lambda: ended.append(run_trace(llama, "Hello", settings))] * 3, after_s=0.5)
+    assert len(ended) == 3 and all(t.summary.stop_reason == "max_tokens" for t in ended)
+    assert all(t.observation.decode == "compiled" for t in ended) and max(most) == 1, most

@@ -54,8 +54,8 @@ def test_the_prefix_cap_bounds_the_memory_the_kept_caches_pin():
     for i in range(6):                              # six cropped caches: each 10 positions, 100 pinned
         cache = cache_of(100)
         cache.crop(-90)
-        prefixes.keep((f"run{i}", "root"), cache)
-    kept = [c for i in range(6) if (c := prefixes.get((f"run{i}", "root"))) is not None]
+        prefixes.keep(f"run{i}", cache)
+    kept = [c for i in range(6) if (c := prefixes.get(f"run{i}")) is not None]
     assert 1 <= len(kept) <= 2
     assert sum(storage_bytes(c) for c in kept) <= prefixes.max_bytes
     assert prefixes.held() == sum(storage_bytes(c) for c in kept)
