@@ -103,6 +103,7 @@ def first_update(sync, head: Header, explore: Explore, walk: tuple, shared: Shar
 
 def main() -> None:
     memory.limit_arenas()          # TBT_MALLOC_ARENAS, before the server's threads take arenas (engine/host/memory.py)
+    environment.keep_peer_addresses()      # no header writes a caller's address (uvicorn's FORWARDED_ALLOW_IPS)
     parser = argparse.ArgumentParser(description="Token by Token")
     parser.add_argument("--model", default=None, help="hub id or local folder (default: embedded SmolLM2-135M)")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
