@@ -19,7 +19,7 @@ import typing
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Gt, Le
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError, core_schema
 
 from engine.environment import Limits
@@ -51,10 +51,18 @@ class UpTo:
         return core_schema.with_info_after_validator_function(self.check, handler(source))
 
     def check(self, value, info):
-        most = getattr((info.context or {}).get("limits") or Limits(), self.cap)
+        most = getattr(host_limits(info), self.cap)
         if value > most:
             raise PydanticCustomError("less_than_equal", "Input should be less than or equal to {le}", {"le": most})
         return value
+
+
+def host_limits(info) -> Limits:
+    """The host's caps, which every validation is given (`checked`); never a default in their place."""
+    limits = (info.context or {}).get("limits")
+    if not isinstance(limits, Limits):
+        raise TypeError("requests are validated with the host's Limits as context: use protocol.checked")
+    return limits
 
 
 # The kinds of value, and every bound (static, or the host's cap), in one place.
@@ -101,11 +109,20 @@ class TraceArgs(RunSettings):
 
 
 class CompareArgs(Strict):
-    """/compare: one question in normal and reasoning mode."""
+    """/compare: one question in normal and reasoning mode; the reasoning run's tokens (its budget
+    and the answer's) are at most the host's cap, each field and the two together."""
     prompt: Text
-    thinking_budget: Annotated[Whole, Ge(0)]
-    answer_tokens: Annotated[Whole, Ge(1)]
+    thinking_budget: Budget
+    answer_tokens: NewTokens
     model: Text = ""
+
+    @model_validator(mode="after")
+    def _within_the_cap(self, info):
+        most = host_limits(info).max_new_tokens
+        if self.thinking_budget + self.answer_tokens > most:
+            raise PydanticCustomError("sum_too_large", "thinking_budget + answer_tokens must be at most {most}",
+                                      {"most": most, "total": self.thinking_budget + self.answer_tokens})
+        return self
 
 
 class ForkArgs(Strict):
@@ -148,9 +165,9 @@ class ServeArgs(Strict):
     model: Text = ""
 
 
-def checked(kind: type[Strict], values: dict, limits: Limits | None = None) -> Any:
-    """`values` as a `kind` of request, or the InvalidRequest that says its first problem."""
-    limits = limits or Limits()
+def checked(kind: type[Strict], values: dict, limits: Limits) -> Any:
+    """`values` as a `kind` of request under the host's `limits`, or the InvalidRequest that says its
+    first problem."""
     try:
         return kind.model_validate(values, context={"limits": limits})
     except ValidationError as exc:
@@ -203,6 +220,10 @@ def refusal(model: type[Strict], error: dict, limits: Limits) -> InvalidRequest:
         choices = ", ".join(typing.get_args(model.model_fields[name].annotation))
         return InvalidRequest(f"{name} must be one of {choices}, got {got}", "one_of", name=name, choices=choices,
                               got=got)
+    if kind == "sum_too_large":
+        most, total = error["ctx"]["most"], error["ctx"]["total"]
+        return InvalidRequest(f"thinking_budget + answer_tokens must be at most {most}, got {total}", "sum_too_large",
+                              most=most, got=total)
     if kind == "missing":
         return InvalidRequest(f"{name} is missing", "missing", name=name)
     if name == "stop":

@@ -116,7 +116,8 @@ def test_a_refusal_is_said_in_chinese_with_chinese_punctuation():
     from ui.host.errors import message
     refusals = []
     for call in (lambda: clean_prompt(" ", Limits()), lambda: clean_prompt("x" * 30_000, Limits()),
-                 lambda: checked(RunSettings, {"top_p": 0.0}), lambda: checked(RunSettings, {"seed": "many"}),
+                 lambda: checked(RunSettings, {"top_p": 0.0}, Limits()),
+                 lambda: checked(RunSettings, {"seed": "many"}, Limits()),
                  lambda: read_trace(b"\x89PNG"), lambda: read_trace('{"schema": "someone-else"}')):
         with pytest.raises((InvalidRequest, TraceFormatError)) as info:
             call()

@@ -101,7 +101,7 @@ def test_a_wrong_kind_is_refused_with_its_sentence(case):
 def test_a_slider_whole_number_is_an_int_and_a_stop_surrogate_is_replaced():
     s = check_settings(Settings(max_new_tokens=48.0, seed=3.0, stop=["a\ud800"]), Limits())
     assert (s.max_new_tokens, s.seed, s.stop) == (48, 3, ["a\ufffd"])
-    assert checked(TraceArgs, {"prompt": "broken \ud800 pair"}).prompt == "broken \ufffd pair"     # raw JSON
+    assert checked(TraceArgs, {"prompt": "broken \ud800 pair"}, Limits()).prompt == "broken \ufffd pair"     # raw JSON
     assert type(s.max_new_tokens) is int and type(s.seed) is int
 
 
@@ -111,6 +111,7 @@ SAID = [   # (request model, values) refused; each said in zh with the setting i
     (TraceArgs, {"prompt": "x", "attention": "yes"}), (TraceArgs, {"prompt": "x", "max_new_tokens": None}),
     (CompareArgs, {"prompt": "x", "thinking_budget": -5, "answer_tokens": 8}),
     (CompareArgs, {"prompt": "x", "thinking_budget": 5, "answer_tokens": 0}),
+    (CompareArgs, {"prompt": "x", "thinking_budget": 1000, "answer_tokens": 100}),
     (ForkArgs, {"step": 1.5, "token": 3}), (ForkArgs, {"token": 3}),
     (RunSettings, {"mode": "dreaming"}), (RunSettings, {"stop": "x"}),
 ]
@@ -119,7 +120,7 @@ SAID = [   # (request model, values) refused; each said in zh with the setting i
 @pytest.mark.parametrize("model, values", SAID, ids=[f"{m.__name__}{v}"[:60] for m, v in SAID])
 def test_a_refusal_is_one_plain_sentence_in_each_language(model, values):
     with pytest.raises(InvalidRequest) as info:
-        checked(model, values)
+        checked(model, values, Limits())
     exc = info.value
     assert message(exc, "en") == str(exc) and "\n" not in str(exc)        # the API's English: the field's name
     for lang in ("en", "zh"):
@@ -136,5 +137,29 @@ def test_an_endpoint_with_its_own_lang_argument_is_checked():
     check took both as one argument and every /export call failed with a TypeError."""
     from engine.run.protocol import ExportArgs
     from ui.api.args import arguments
-    a = arguments(ExportArgs, "zh", chart="timeline", format="png", lang="en", step=-1, layer=-1, head=-1)
+    a = arguments(ExportArgs, "zh", Limits(), chart="timeline", format="png", lang="en", step=-1, layer=-1, head=-1)
     assert a.lang == "en" and a.chart == "timeline"
+
+
+def test_compare_s_two_numbers_are_bounded_each_and_together_under_the_host_s_cap():
+    """/compare's reasoning run generates thinking_budget + answer_tokens: each is refused by its own
+    name above the host's cap, and the two together above it by both names (the refusal named
+    max_new_tokens, a field the caller never sent, once the run's settings were checked)."""
+    small = Limits(max_new_tokens=64)
+    for values, names in (({"thinking_budget": 10**9, "answer_tokens": 8}, "thinking_budget must be in [0, 64]"),
+                          ({"thinking_budget": 8, "answer_tokens": 65}, "answer_tokens must be in [1, 64]"),
+                          ({"thinking_budget": 40, "answer_tokens": 30}, "thinking_budget + answer_tokens")):
+        with pytest.raises(InvalidRequest, match=re.escape(names)) as info:
+            checked(CompareArgs, {"prompt": "x", **values}, small)
+        assert "max_new_tokens" not in str(info.value)
+    assert checked(CompareArgs, {"prompt": "x", "thinking_budget": 40, "answer_tokens": 24}, small).answer_tokens == 24
+
+
+def test_a_request_is_never_checked_against_default_caps():
+    """The bounds that are the host's caps come from the host's Limits; a check without them is a
+    mistake in the code, not a default (a host that lowered TBT_MAX_NEW_TOKENS was checked at 1024)."""
+    with pytest.raises(TypeError):
+        checked(TraceArgs, {"prompt": "x", "max_new_tokens": 5}, None)
+    from ui.api.args import arguments
+    with pytest.raises(TypeError):
+        arguments(TraceArgs, "en", prompt="x")           # no limits: the endpoints pass their host's

@@ -25,10 +25,10 @@ D = Settings()            # every run setting defaults to the engine's own defau
 ENGINE = {"concurrency_limit": ENGINE_CONCURRENCY, "concurrency_id": "engine"}
 
 
-def arguments(kind, said: str, limits: Limits | None = None, /, **values):
-    """The caller's arguments as the endpoint's request model `kind` (engine/run/protocol.py), or the
-    refusal of the first wrong one, in the caller's language `said` (positional only: an endpoint's
-    own `lang` argument, the export's, is one of `values`)."""
+def arguments(kind, said: str, limits: Limits, /, **values):
+    """The caller's arguments as the endpoint's request model `kind` (engine/run/protocol.py), checked
+    against the host's `limits`, or the refusal of the first wrong one, in the caller's language `said`
+    (positional only: an endpoint's own `lang` argument, the export's, is one of `values`)."""
     try:
         return checked(kind, values, limits)
     except EngineError as exc:

@@ -27,8 +27,8 @@ class CompareEndpoint:
         """One question in normal and reasoning mode, the two runs taking turns; returns
         [normal, reasoning] Trace JSON files. Each trace's times are its own mode's."""
         lang = lang_of_caller(request)
-        a = arguments(CompareArgs, lang, prompt=prompt, thinking_budget=thinking_budget, answer_tokens=answer_tokens,
-                      model=model)
+        a = arguments(CompareArgs, lang, self.models.limits, prompt=prompt, thinking_budget=thinking_budget,
+                      answer_tokens=answer_tokens, model=model)
         try:
             engine = engine_of(self.models, a.model, lang)
             with API_SLOTS.hold(request, BUSY):

@@ -32,7 +32,8 @@ class ExportEndpoint:
         `head` -1: the mean of all heads. Charts: token_chips, heatmap, head_view, kv_growth,
         kv_projection, candidates, attention_row, speed_cards, timeline, step_times, playground."""
         said = lang_of_caller(request)
-        a = arguments(ExportArgs, said, chart=chart, format=format, lang=lang, step=step, layer=layer, head=head)
+        a = arguments(ExportArgs, said, self.models.limits, chart=chart, format=format, lang=lang, step=step,
+                      layer=layer, head=head)
         chart, fmt, lang = a.chart, a.format, a.lang
         # which names the charts, formats and languages are: sentences that list them (a Literal's error would not)
         if chart not in CHARTS:

@@ -25,7 +25,7 @@ class ProfileEndpoint:
         step `step` (0: the run's middle) replayed with timers on each op, beside the roofline's time
         for each op on this machine, and projected onto larger GPUs and models."""
         lang = lang_of_caller(request)
-        a = arguments(ProfileArgs, lang, step=step, model=model)
+        a = arguments(ProfileArgs, lang, self.models.limits, step=step, model=model)
         try:
             engine = engine_of(self.models, a.model, lang)
             source = read_upload(file_path(trace), engine.limits, lang)

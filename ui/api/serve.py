@@ -46,7 +46,7 @@ class ServeEndpoint:
         """Serve a workload of `requests` chat requests arriving at `rate` a second (0: all at once)
         through continuous batching, one at a time and one static batch; returns [figures, file]."""
         lang = lang_of_caller(request)
-        a = arguments(ServeArgs, lang, requests=requests, rate=rate, prompt_tokens=prompt_tokens,
+        a = arguments(ServeArgs, lang, self.models.limits, requests=requests, rate=rate, prompt_tokens=prompt_tokens,
                       shared_prefix=shared_prefix, new_tokens=new_tokens, page_size=page_size, num_blocks=num_blocks,
                       max_batch_tokens=max_batch_tokens, scheduler=scheduler, seed=seed, model=model)
         # the workload's ranges and choices are the floor's own (engine/floor/workload.py `check`, below)
