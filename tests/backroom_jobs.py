@@ -25,3 +25,8 @@ def busy(progress=None, cancel=None, seconds: float = 3.0) -> dict:
 
 def refuses(progress=None, cancel=None) -> dict:
     raise InvalidRequest("no such experiment")
+
+
+def not_numbers(progress=None, cancel=None) -> dict:
+    """A measurement that divided by zero."""
+    return {"ratio": float("nan"), "points": [1.0, float("inf")], "steps": 3}

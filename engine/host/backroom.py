@@ -13,7 +13,8 @@ passes it first. The function gets `progress(fraction, text)` and a `cancel` eve
 which `call` sends when the caller's `cancel` is set) and returns something JSON can carry; an
 EngineError in the child is raised again here as an EngineError with its message. The result, if a
 dict, gains "backroom": how often the job stood still, for how long, and how many visitor runs
-began while it ran.
+began while it ran; and "not_finite" if any of its figures was NaN or infinite (None in their place:
+JSON carries neither), naming each.
 
 No torch here: the child's half is engine/host/job.py.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import queue
 import signal
@@ -38,6 +40,7 @@ from engine.host.house import HOUSE
 CHILD_EXIT_S = 30.0    # a child that closed its output (or was killed) is waited for this long
 LINES_KEPT = 1024      # the child's lines read and not yet handled (progress, then one answer)
 ROOT = Path(__file__).resolve().parents[2]     # the repository: `python -m engine.host.job` runs there
+log = logging.getLogger(__name__)
 _children: set[subprocess.Popen] = set()
 _children_lock = threading.Lock()
 
@@ -85,7 +88,9 @@ def call(kind: str, what: str, target: str, kwargs: dict | None = None, model: s
                     continue
                 if line is None:                       # the child closed its end: done or dead
                     break
-                message = json.loads(line)
+                message = said(line)
+                if message is None:
+                    continue
                 if "progress" in message:
                     if progress is not None:
                         progress(message["progress"], message.get("text", ""))
@@ -110,11 +115,27 @@ def call(kind: str, what: str, target: str, kwargs: dict | None = None, model: s
         result = answer["result"]
         if isinstance(result, dict):
             result["backroom"] = stood
+            if answer.get("not_finite"):        # figures that were NaN or infinite: None in the result, named here
+                result["not_finite"] = answer["not_finite"]
+                log.warning("the %s job's result held figures that are not numbers: %s", kind, answer["not_finite"])
         return result
     if "error" in answer:
         raise (EngineError if answer.get("visitor") else BackroomError)(answer["error"], answer.get("key"),
                                                                          **answer.get("values", {}))
     raise BackroomError(f"the {kind} job ended without an answer (exit status {proc.returncode}); see the log")
+
+
+def said(line: str) -> dict | None:
+    """A line of the child's protocol (a JSON object), or None for anything else it wrote to its
+    stdout (a library's stray print before the child moved it to stderr), which is logged and skipped."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        message = None
+    if not isinstance(message, dict):
+        log.warning("the back-room child wrote a line outside its protocol, skipped: %r", line[:200])
+        return None
+    return message
 
 
 def _read(stream, lines: queue.Queue) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
 import signal
 import sys
@@ -18,6 +19,8 @@ import traceback
 
 from engine.errors import EngineError
 from engine.host.backroom import BackroomError
+
+NOT_FINITE_SAID = 20        # the paths of non-finite figures a result names at most
 
 
 def _lowest_priority() -> None:
@@ -39,6 +42,20 @@ def _watch_parent(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(1.0)
     os._exit(3)
+
+
+def finite(value, path: str = "", found: list | None = None):
+    """`value` with every NaN or infinity (which JSON cannot carry) as None, and their paths in
+    `found` ("roofline.points[3].ms"): a measurement that divided by zero arrives, and says where."""
+    if isinstance(value, float) and not math.isfinite(value):
+        if found is not None:
+            found.append(f"{path or 'result'} = {value}")
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v, f"{path}.{k}" if path else str(k), found) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+    return value
 
 
 def main() -> None:
@@ -66,7 +83,9 @@ def main() -> None:
             args.append(Engine.load(None if spec["model"] in ("embedded", EMBEDDED) else spec["model"]))
         result = fn(*args, progress=lambda f, t="": send({"progress": float(f), "text": str(t)}), cancel=cancel,
                     **spec["kwargs"])
-        send({"result": result})
+        not_finite: list[str] = []
+        result = finite(result, found=not_finite)
+        send({"result": result, **({"not_finite": not_finite[:NOT_FINITE_SAID]} if not_finite else {})})
     except EngineError as exc:
         send({"error": str(exc), "visitor": not isinstance(exc, BackroomError), "key": exc.key,
               "values": exc.values})

@@ -93,6 +93,20 @@ def test_errors_and_stop_reach_the_caller():
         backroom.call("lab", "test", "no_such_module:fn")
 
 
+def test_a_result_with_figures_that_are_not_numbers_arrives_and_says_where():
+    """JSON carries no NaN: the child's writing of such a result failed and the caller got an unkeyed
+    BackroomError instead of the result. It arrives now with None in their place, named."""
+    result = backroom.call("lab", "test", f"{TARGET}:not_numbers")
+    assert (result["ratio"], result["points"], result["steps"]) == (None, [1.0, None], 3)
+    assert result["not_finite"] == ["ratio = nan", "points[1] = inf"]
+
+
+def test_a_stray_line_on_the_child_s_output_is_skipped_not_a_failure():
+    assert backroom.said('{"progress": 0.5, "text": "x"}') == {"progress": 0.5, "text": "x"}
+    assert backroom.said("Loading weights... done\n") is None       # logged, skipped
+    assert backroom.said("[1, 2]") is None and backroom.said("NaN") is None
+
+
 def test_a_job_gets_turns_while_visitors_never_stop():
     """Runs back to back (one always in progress) no longer stop a job for good: after `hold_s` it
     has the machine for `turn_s`, visitors' passes waiting meanwhile; then it stands still again."""
