@@ -98,3 +98,19 @@ def test_a_local_caller_s_forwarded_header_writes_no_address(monkeypatch):
     monkeypatch.setenv("FORWARDED_ALLOW_IPS", "127.0.0.1")       # the host's own word stands
     environment.keep_peer_addresses()
     assert seen_by_the_app("c").client.host == "203.0.113.9"
+
+
+def test_calls_without_a_session_share_neither_a_slot_nor_a_stop_flag():
+    """A direct call (no gr.Request) was the one "anonymous" client: a second such call was refused
+    while the first ran, and its new run set the first one's Stop flag ("a new run from the same tab
+    ends the previous one")."""
+    from ui.host.runs import StopFlags
+    slots, flags = ClientSlots(hops=0), StopFlags()
+    with slots.hold(None, "busy"), slots.hold(None, "busy"):
+        pass
+    with flags.running(None) as first, flags.running(None) as second:
+        flags.stop_tab(None)                              # no tab to stop
+        assert not first.is_set() and not second.is_set() and len(flags) == 2
+    assert len(flags) == 0
+    with flags.running(call("a")) as first, flags.running(call("a")) as second:   # one tab: the new run wins
+        assert first.is_set() and not second.is_set()

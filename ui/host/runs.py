@@ -58,8 +58,9 @@ class StopFlags:
 
     @contextmanager
     def running(self, request) -> Iterator[threading.Event]:
-        """The Stop flag of one run from the visitor's tab (a gr.Request), dropped when the run ends."""
-        session = request.session_hash if request else "anonymous"
+        """The Stop flag of one run from the visitor's tab (a gr.Request), dropped when the run ends; a
+        call with no session (a direct call, not through the page or the API) has a flag of its own."""
+        session = request.session_hash if request and request.session_hash else f"call:{uuid.uuid4().hex}"
         flag = self.start(session)
         try:
             yield flag
@@ -135,9 +136,9 @@ class ClientSlots:
         return None if peer in self.LOCAL else peer
 
     def keys(self, request) -> list[str]:
-        if request is None:
-            return ["anonymous"]
-        keys = [f"session:{request.session_hash}"]
+        if request is None:            # a direct call (not through the API): nobody's slot but its own
+            return [f"call:{uuid.uuid4().hex}"]
+        keys = [f"session:{request.session_hash or uuid.uuid4().hex}"]
         if (address := self.address(request)) is not None:
             keys.append(f"address:{address}")
         return keys
