@@ -79,9 +79,8 @@ def call(kind: str, what: str, target: str, kwargs: dict | None = None, model: s
                     asked_to_stop = True
                     _signal(proc, signal.SIGTERM)     # delivered when it next runs; it returns what it has
                 if time.monotonic() > deadline:        # the finally below ends the child
-                    minutes = max(1, round((time.monotonic() - job.started) / 60))
-                    raise EngineError(f"the {kind} job did not finish within {minutes} minutes on this busy "
-                                      "server; try again later", "backroom_deadline", minutes=minutes)
+                    raise past_deadline(kind, time.monotonic() - job.started,
+                                        (HOUSE.ledger.paused_ns() - paused_before) / 1e9)
                 try:
                     line = lines.get(timeout=0.25)
                 except queue.Empty:
@@ -123,6 +122,19 @@ def call(kind: str, what: str, target: str, kwargs: dict | None = None, model: s
         raise (EngineError if answer.get("visitor") else BackroomError)(answer["error"], answer.get("key"),
                                                                          **answer.get("values", {}))
     raise BackroomError(f"the {kind} job ended without an answer (exit status {proc.returncode}); see the log")
+
+
+def past_deadline(kind: str, wall_s: float, stood_s: float) -> EngineError:
+    """The job ran out of wall time: blamed on other visitors' runs only when it stood still for them
+    half of that time or more; else it is said to be the job's own length."""
+    minutes, stood = max(1, round(wall_s / 60)), round(stood_s / 60, 1)
+    if stood_s >= wall_s / 2:
+        return EngineError(f"the {kind} job did not finish within {minutes} minutes on this busy server "
+                           f"(it stood still {stood} minutes for other visitors' runs); try again later",
+                           "backroom_deadline", minutes=minutes, stood=stood)
+    return EngineError(f"the {kind} job did not finish within {minutes} minutes, most of them its own work "
+                       f"(it stood still {stood} minutes for other visitors' runs)", "backroom_deadline_own",
+                       minutes=minutes, stood=stood)
 
 
 def said(line: str) -> dict | None:

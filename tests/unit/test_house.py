@@ -142,3 +142,11 @@ def test_a_job_past_its_deadline_is_ended_and_its_visitor_told():
             backroom.call("lab", "test", f"{TARGET}:busy", {"seconds": 600.0}, deadline_s=1.0)
     assert caught.value.key == "backroom_deadline"
     assert not HOUSE.jobs
+
+
+def test_a_job_past_its_deadline_alone_is_not_blamed_on_other_visitors():
+    """The deadline is wall time; the job knows how long it stood still. With nobody else running,
+    the sentence says it was the job's own length (it blamed "other visitors' runs" either way)."""
+    with pytest.raises(EngineError, match="its own work") as caught:
+        backroom.call("lab", "test", f"{TARGET}:busy", {"seconds": 600.0}, deadline_s=1.0)
+    assert caught.value.key == "backroom_deadline_own" and caught.value.values["stood"] == 0.0
