@@ -15,7 +15,8 @@ called by every run of the engine and of a served model) decide when a job may u
   visitors' next passes wait at `visitor_pass` (the passes in flight end first), the job is
   continued, then stopped again: 40 % of the machine while runs keep coming (a run alone that is
   shorter than HOLD never meets a turn). A run waits one turn at most, and says so in its step's
-  wait time. The job measures alone in its turn.
+  wait time. The job measures alone in its turn: a pass still in flight after DRAIN_S (a long
+  prefill) gives the turn up, and the next is tried HOLD seconds later.
 - A job in this process (the load sweep's streams) cannot be stopped from outside: it is told.
   `interrupted` is set while visitors run; the sweep drops the wave in flight, waits for
   `quiet()` and measures that wave again.
@@ -97,6 +98,7 @@ class House:
         self.hold_s, self.turn_s = hold_s or found[0], turn_s or found[1]
         self.turn_on = False        # a turn of the house's own: visitors' next passes wait
         self.stood_since: float | None = None    # since when the child jobs stand still (None: they run)
+        self._retry_at = 0.0        # a turn given up (a pass in flight): the next waits hold_s from here
         self._keeper: threading.Thread | None = None
 
     @property
@@ -155,13 +157,14 @@ class House:
     @contextmanager
     def turn(self):
         """The machine for the house's own work while visitors run: their next passes wait, those in
-        flight end first (DRAIN_S at most). One turn at a time (a turn's length at most, then it goes)."""
+        flight end first (DRAIN_S at most). One turn at a time (a turn's length at most, then it goes).
+        Yields whether it is alone: False when a pass outlasted DRAIN_S (`_give_turn` then gives it up)."""
         with self._lock:
             self._lock.wait_for(lambda: not self.turn_on, self.turn_s + DRAIN_S)
             self.turn_on = True
-            self._lock.wait_for(lambda: self.passes == 0, DRAIN_S)
+            alone = self._lock.wait_for(lambda: self.passes == 0, DRAIN_S)
         try:
-            yield
+            yield alone
         finally:
             with self._lock:
                 self.turn_on = False
@@ -189,15 +192,18 @@ class House:
                     self._keeper = None
                     return
                 since = self.stood_since
-                if since is None or time.monotonic() - since < self.hold_s:
+                if since is None or time.monotonic() - max(since, self._retry_at) < self.hold_s:
                     self._lock.wait(0.2)
                     continue
             self._give_turn()
 
     def _give_turn(self) -> None:
-        with self.turn():
+        with self.turn() as alone:
             with self._lock:
                 if self.stood_since is None:          # the runs ended meanwhile: the jobs run already
+                    return
+                if not alone:                         # a pass outlasted the drain: not beside it; later
+                    self._retry_at = time.monotonic()
                     return
                 children = [j for j in self.jobs if j.pgid is not None]
                 self._resume_all()

@@ -150,3 +150,31 @@ def test_a_job_past_its_deadline_alone_is_not_blamed_on_other_visitors():
     with pytest.raises(EngineError, match="its own work") as caught:
         backroom.call("lab", "test", f"{TARGET}:busy", {"seconds": 600.0}, deadline_s=1.0)
     assert caught.value.key == "backroom_deadline_own" and caught.value.values["stood"] == 0.0
+
+
+def test_a_turn_never_starts_beside_a_visitor_s_pass(monkeypatch):
+    """A pass longer than the drain (a long prefill): the turn gave the job the machine anyway after
+    DRAIN_S, beside the pass, against "the job measures alone in its turn". It is given up now and
+    tried again later; the job stands still for the whole pass, and gets its turn after it."""
+    import subprocess
+    import sys
+
+    from engine.host import house as house_module
+    monkeypatch.setattr(house_module, "DRAIN_S", 0.2)
+    house = House(hold_s=0.3, turn_s=0.3)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], process_group=0)
+    beside: list = []
+    try:
+        with house.visitor_run():
+            job = house.add(Job("lab", "sleeps", pgid=proc.pid))
+            with house.visitor_pass():      # 1.5 s: five holds, seven drains
+                end = time.monotonic() + 1.5
+                while time.monotonic() < end:
+                    beside.append(job.paused)
+                    time.sleep(0.01)
+            wait_until(lambda: job.turns >= 1, 30, "the job's turn once the pass ended")
+        assert all(beside) and len(beside) > 50
+    finally:
+        house.remove(job)
+        proc.kill()
+        proc.wait()
