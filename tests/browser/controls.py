@@ -7,6 +7,8 @@ a busy machine. `set_slider` types, leaves the box and waits until the slider it
 
 from __future__ import annotations
 
+import json
+
 
 def set_slider(page, elem_id: str, value: int, tries: int = 3) -> None:
     box = page.locator(f"#{elem_id} input[type=number]")
@@ -67,12 +69,24 @@ def press_answered(page, selector: str, timeout_s: float = 10, answered=None) ->
     the first press was answered. Now and then, on a loaded 2-core box, Chromium issued such a POST
     and the server never got a connection for it (uvicorn's connections and tasks dumped at the
     failure: 6 times in ~350 Stop presses, 2026-12-07; the zh walkthrough link waited 30 s the same
-    way). `answered()`, if given, says the press took effect although its answer was not seen."""
+    way). `answered()`, if given, says the press took effect although its answer was not seen. The
+    answer looked for is the button's own (the request's trigger_id is its component's id, from the
+    page's gradio_config): another event's answer (a tab's, a step's) once passed for it."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    button = page.evaluate("(id) => (window.gradio_config?.components || []).find((c) => c.props?.elem_id === id)"
+                           "?.id ?? null", selector.removeprefix("#"))
+    assert button is not None, f"no component with elem_id {selector!r} in the page's config"
+
+    def ours(response) -> bool:
+        if response.request.method != "POST" or "/run/predict" not in response.url:
+            return False
+        try:
+            return json.loads(response.request.post_data or "{}").get("trigger_id") == button
+        except ValueError:
+            return False
     for attempt in (1, 2):
         try:
-            with page.expect_response(lambda r: r.request.method == "POST" and "/run/predict" in r.url,
-                                      timeout=timeout_s * 1000):
+            with page.expect_response(ours, timeout=timeout_s * 1000):
                 page.click(selector)
             return attempt == 1
         except PlaywrightTimeout:

@@ -202,11 +202,18 @@ def test_a_walkthrough_step_link_in_chinese(browser, app_url, output_dir):
         page.wait_for_selector("#wt-step-0 .tbt-next", timeout=60_000)
         for step in range(2):
             page.locator(f"#wt-step-{step} .tbt-next").click()
-        page.wait_for_function("() => document.querySelector('#wt-step-2')?.offsetParent !== null", timeout=30_000)
+        # step 2 the only step on screen: the link names the first one shown (links.PAGE_JS)
+        page.wait_for_function("() => [...document.querySelectorAll('[id^=\"wt-step-\"]')].filter((e) => "
+                               "/^wt-step-\\d+$/.test(e.id) && e.offsetParent !== null).map((e) => e.id).join() "
+                               "=== 'wt-step-2'", timeout=30_000)
         press_answered(page, "#share-walkthrough")
-        page.wait_for_function("() => (document.querySelector('#share-link-walkthrough textarea, "
-                               "#share-link-walkthrough input')?.value || '').includes('wt=2')", timeout=30_000)
-        url = page.locator("#share-link-walkthrough textarea, #share-link-walkthrough input").first.input_value()
+        box = page.locator("#share-link-walkthrough textarea, #share-link-walkthrough input").first
+        try:
+            page.wait_for_function("() => (document.querySelector('#share-link-walkthrough textarea, "
+                                   "#share-link-walkthrough input')?.value || '').includes('wt=2')", timeout=30_000)
+        finally:
+            print("the walkthrough link:", box.input_value())      # what it was, should it fail
+        url = box.input_value()
         assert "open=walkthrough" in url and "lang=zh" in url and "run=" not in url, url     # the recording
     finally:
         context.close()
