@@ -44,7 +44,7 @@ THREADS := $(if $(filter-out 0,$(WORKERS)),OMP_NUM_THREADS=1)
 test: $(STAMP) $(LLAMA) chromium
 	$(THREADS) $(PY) -m pytest $(XDIST)
 
-# The quick loop (797 tests, about 2.5 min here): tests/unit and tests/tiny but the slow ones: no real model, no server, no
+# The quick loop (808 tests, about 2.5 min here): tests/unit and tests/tiny but the slow ones: no real model, no server, no
 # browser, no llama.cpp build. `make engine` adds the embedded model's tier (about 3.5 min more).
 quick: $(STAMP)
 	$(PY) -m pytest -m "(unit or tiny) and not slow"
