@@ -40,6 +40,7 @@ from ui.chapters.explore import Explore
 from ui.chapters.run import Run
 from ui.host.idle import quiet_when_idle
 from ui.host.models import Models, allowed_from_env
+from ui.host.peers import keep_peer_addresses
 from ui.host.recordings import page_css
 from ui.host.sessions import SessionReaper
 from ui.page.fonts import font_css, theme
@@ -103,7 +104,7 @@ def first_update(sync, head: Header, explore: Explore, walk: tuple, shared: Shar
 
 def main() -> None:
     memory.limit_arenas()          # TBT_MALLOC_ARENAS, before the server's threads take arenas (engine/host/memory.py)
-    environment.keep_peer_addresses()      # no header writes a caller's address (uvicorn's FORWARDED_ALLOW_IPS)
+    keep_peer_addresses()          # no header writes a caller's address (uvicorn's FORWARDED_ALLOW_IPS)
     parser = argparse.ArgumentParser(description="Token by Token")
     parser.add_argument("--model", default=None, help="hub id or local folder (default: embedded SmolLM2-135M)")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))

@@ -92,16 +92,6 @@ def trusted_proxies() -> int:
     return max(0, integer("TBT_TRUSTED_PROXIES", 1 if text("SPACE_ID") else 0))
 
 
-def keep_peer_addresses() -> None:
-    """Before the server starts: uvicorn believes X-Forwarded-For (and -Proto) from this machine by
-    default (its FORWARDED_ALLOW_IPS, "127.0.0.1,::1") and rewrites the connection's address from it
-    before the app sees it, so any local caller, or a local proxy passing the header on, would write
-    the address the per-client limit keys on (ui/host/runs.ClientSlots). Unless the host names its
-    proxies there itself, uvicorn believes nobody: the app sees the raw peer, and X-Forwarded-For is
-    read by ClientSlots alone, behind TBT_TRUSTED_PROXIES."""
-    os.environ.setdefault("FORWARDED_ALLOW_IPS", "")
-
-
 def concurrency() -> int:
     """TBT_CONCURRENCY: runs of one model in progress at once (the page's queue admits this many)."""
     return max(1, integer("TBT_CONCURRENCY", 2))

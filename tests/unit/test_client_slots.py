@@ -67,12 +67,14 @@ def test_the_declared_hops_and_the_space_default(monkeypatch, env, hops):
 
 def test_a_local_caller_s_forwarded_header_writes_no_address(monkeypatch):
     """uvicorn believes X-Forwarded-For from this machine unless told otherwise, and rewrites the
-    connection's address before the app sees it. The app's start (environment.keep_peer_addresses)
+    connection's address before the app sees it. The app's start (ui/host/peers.py)
     tells it to believe nobody: two local sessions sending one forged address are two clients, each
     with its slot; a host that names its proxies in FORWARDED_ALLOW_IPS keeps that."""
     import asyncio
 
     import uvicorn
+
+    from ui.host.peers import keep_peer_addresses
     monkeypatch.setenv("FORWARDED_ALLOW_IPS", "unset below")
     monkeypatch.delenv("FORWARDED_ALLOW_IPS")            # as on a host that never set it; restored after
 
@@ -89,14 +91,14 @@ def test_a_local_caller_s_forwarded_header_writes_no_address(monkeypatch):
         asyncio.run(config.loaded_app(scope, None, None))
         return call(session, "203.0.113.9", peer=seen["client"][0])
     assert seen_by_the_app("a").client.host == "203.0.113.9"      # uvicorn's default: the header wrote it
-    environment.keep_peer_addresses()
+    keep_peer_addresses()
     first, second = seen_by_the_app("a"), seen_by_the_app("b")
     assert first.client.host == "127.0.0.1"
     slots = ClientSlots(hops=0)
     with slots.hold(first, "busy"), slots.hold(second, "busy"):    # both served
         pass
     monkeypatch.setenv("FORWARDED_ALLOW_IPS", "127.0.0.1")       # the host's own word stands
-    environment.keep_peer_addresses()
+    keep_peer_addresses()
     assert seen_by_the_app("c").client.host == "203.0.113.9"
 
 
