@@ -30,13 +30,20 @@ def _experts(config) -> bool:
     return bool(getattr(c, "num_experts", None) or getattr(c, "num_local_experts", None))
 
 
+def spread(model) -> bool:
+    """Whether the model is spread over more than one device. `device_map="auto"` leaves an
+    `hf_device_map` even when everything went to one GPU ({"": 0}): that model is on one device."""
+    devices = set((getattr(model, "hf_device_map", None) or {}).values())
+    return len(devices) > 1
+
+
 def refusal(engine) -> EngineError | None:
     """Why the compiled step is not for `engine`'s model (a keyed EngineError), or None."""
     arch = type(engine.model).__name__
     if engine.capture_via != "sdpa-capture":
         return EngineError(f"the compiled step is not for {arch}: its attention does not run through the engine's "
                            "own function", "compiled_not_ours", model=arch)
-    if getattr(engine.model, "hf_device_map", None):
+    if spread(engine.model):
         return EngineError(f"the compiled step is not for {arch}: the model is spread over several devices",
                            "compiled_devices", model=arch)
     if _sliding(engine.model.config):

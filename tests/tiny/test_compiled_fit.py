@@ -27,3 +27,14 @@ def test_a_model_it_is_not_for_stays_eager_and_says_so(arch, tiny_engine):
     zh = message(engine.fast_refusal, "zh")
     assert "编译" in zh and type(engine.model).__name__ in zh
     assert "not for" in message(engine.fast_refusal, "en")
+
+
+@pytest.mark.parametrize("device_map, key", [({"": 0}, None), ({"model": "cuda:0", "lm_head": "cuda:0"}, None),
+                                            ({"model.layers.0": 0, "model.layers.1": 1}, "compiled_devices")])
+def test_a_model_on_one_device_is_not_refused_for_its_device_map(device_map, key, tiny_engine, monkeypatch):
+    """device_map="auto" leaves hf_device_map {"": 0} on a one-GPU host: every hub model a GPU host names
+    was refused as "spread over several devices" for it."""
+    engine = tiny_engine("llama")
+    monkeypatch.setattr(engine.model, "hf_device_map", device_map, raising=False)
+    found = refusal(engine)
+    assert (found.key if found else None) == key
