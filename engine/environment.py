@@ -75,6 +75,20 @@ def compile_autotune() -> bool:
     return switch("TBT_COMPILE_AUTOTUNE")
 
 
+def fast_kind(device_type: str) -> str:
+    """TBT_FAST_KIND: the compiled path's kind, "graph" (torch.compile in the process: CUDA graphs on a GPU)
+    or "aoti" (a package built ahead of time: the CPU's); by default "graph" on CUDA, "aoti" elsewhere."""
+    kind = os.environ.get("TBT_FAST_KIND", "").strip() or ("graph" if device_type == "cuda" else "aoti")
+    if kind not in ("graph", "aoti"):
+        raise ValueError(f"TBT_FAST_KIND is {kind!r}: 'graph' or 'aoti'")
+    return kind
+
+
+def graph_backend() -> str:
+    """TBT_GRAPH_BACKEND: dynamo's backend for the graph path ("inductor"; the tests trace with "aot_eager")."""
+    return os.environ.get("TBT_GRAPH_BACKEND", "").strip() or "inductor"
+
+
 def compile_pays() -> float:
     """TBT_COMPILE_PAYS: the speed-up over eager a compiled step's package must show to be kept (1.15)."""
     return number("TBT_COMPILE_PAYS", 1.15)

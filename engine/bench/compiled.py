@@ -15,7 +15,6 @@ import time
 
 from engine.bench.speed import chat_inputs, hf_generate_tok_s, paired, wall_tok_s
 from engine.model.core import Engine
-from engine.compiled.fast import bucket_for
 from engine.run.generate import run_trace
 from engine.lab.measure import spread
 from engine.schema.trace import Settings
@@ -48,12 +47,12 @@ def fast_figures(engine: Engine, prompt: str, new_tokens: int = 64, repeats: int
                  llamacpp_tok_s: float | None = None) -> dict:
     """The compiled path's figures; `llamacpp_tok_s` (llama.cpp's decode, measured in the same run)
     adds `fast_vs_llamacpp`."""
-    bucket = bucket_for(len(engine.encode(engine.apply_template(prompt, Settings()), True)) + new_tokens,
-                        engine.info.context_length)
     start = time.perf_counter()
     fast = engine.start_fast(wait=True)
     if fast is None:
         return {"fast_skipped": str(engine.fast_refusal), "fast_refusal": engine.fast_refusal.key}
+    bucket = fast.bucket(len(engine.encode(engine.apply_template(prompt, Settings()), True)) + new_tokens,
+                         engine.info.context_length)
     compile_s = time.perf_counter() - start
     states = {v: fast.state(v, bucket) for v in ("plain", "watch")}
     if any(s != "ready" for s in states.values()):

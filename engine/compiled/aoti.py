@@ -21,7 +21,7 @@ code and not inside the .so (RSS +0.72-0.79 GB when loaded instead of +1.36).
 A package is kept under TBT_COMPILE_CACHE/aoti, named by a key of everything it depends on:
 model and a fingerprint of its weights, dtype, device (the CPU's flags, the GPU's name), torch and
 transformers versions, the static cache length, Inductor's settings (TBT_COMPILE_AUTOTUNE) and this
-file's and attention.py's source. Its JSON sidecar says what the build measured: eager and compiled
+file's, step.py's and attention.py's source. Its JSON sidecar says what the build measured: eager and compiled
 step time (ROUNDS interleaved rounds, the median of each), their ratio, and whether the compiled
 step's greedy tokens equal eager's.
 
@@ -42,6 +42,8 @@ from transformers import StaticCache
 
 from engine import environment
 from engine.model import attention
+from engine.compiled import step as step_source
+from engine.compiled.step import prime, watched_step
 from engine.compiled.check import CHECK_STEPS, ROUNDS, cache_tensors, compare, static_cache  # noqa: F401
 from engine.compiled.verdict import PAYS, model_tag, pays, read_meta, settle, verdict  # noqa: F401 (fast.py reads them here)
 
@@ -88,7 +90,7 @@ def key_for(model, device: torch.device, bucket: int) -> str:
     for part in (model.config._name_or_path, str(model.dtype), _machine(device), torch.__version__,
                  transformers.__version__, str(bucket), repr(sorted(inductor_configs(device).items()))):
         h.update(part.encode() + b"\0")
-    for source in (Path(__file__), Path(attention.__file__)):
+    for source in (Path(__file__), Path(attention.__file__), Path(step_source.__file__)):
         h.update(source.read_bytes())
     with torch.no_grad():
         for name, p in model.state_dict().items():         # names, shapes and a sample of each tensor
@@ -98,9 +100,8 @@ def key_for(model, device: torch.device, bucket: int) -> str:
 
 
 class _Step(torch.nn.Module):
-    """forward(ids [1,1], pos [1], *keys, *values, *lengths) -> (logits [1, vocab], attention rows
-    [layers, 1, heads, 1, bucket], hidden states [layers+1, 1, 1, hidden]); the cache tensors are
-    updated in place."""
+    """forward(ids [1,1], pos [1], *keys, *values, *lengths) -> step.watched_step's outputs; the cache
+    tensors are updated in place."""
 
     def __init__(self, model, bucket: int):
         super().__init__()
@@ -112,10 +113,7 @@ class _Step(torch.nn.Module):
         cache = StaticCache(config=self.model.config, max_cache_len=self.bucket)
         for layer, keys, values, length in zip(cache.layers, state[:n], state[n:2 * n], state[2 * n:]):
             _fill(layer, keys, values, length)
-        rows: list[torch.Tensor] = []
-        out = self.model(input_ids=ids, cache=cache, cache_position=pos, position_ids=pos[None], use_cache=True,
-                         logits_to_keep=1, output_hidden_states=True, **{attention.ROWS: rows})
-        return out.logits[:, -1], torch.stack(rows), torch.stack(out.hidden_states)
+        return watched_step(self.model, ids, pos, cache)
 
 
 def _fill(layer, keys, values, length) -> None:
@@ -124,14 +122,6 @@ def _fill(layer, keys, values, length) -> None:
     layer.batch_size, layer.num_heads = keys.shape[:2]
     layer.k_head_dim, layer.v_head_dim = keys.shape[-1], values.shape[-1]
     layer.is_initialized = True
-
-
-def prime(model, device) -> None:
-    """transformers' output recording sets itself up under a lock on its first call with
-    output_hidden_states, which a trace cannot enter: do it once eagerly."""
-    with torch.no_grad():
-        model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=device), output_hidden_states=True,
-              **{attention.ROWS: []})
 
 
 def build(fast_model, eager_model, device: torch.device, bucket: int, path: Path, progress=None) -> dict:

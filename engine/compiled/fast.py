@@ -1,4 +1,7 @@
-"""The fast decode path: gpt-fast's recipe inside the hooked engine, compiled ahead of time.
+"""The fast decode path: gpt-fast's recipe inside the hooked engine, in one of two kinds (`kind_for`):
+"aoti" on the CPU, a package compiled ahead of time (below), and "graph" on a GPU, the same step
+compiled in this process into a CUDA graph per bucket over a persistent cache (engine/compiled/graph.py:
+one launch a step; its graphs are recorded and replayed on one thread of their own, main_thread.GRAPH).
 
 - A static KV cache (transformers' `StaticCache`) of a bucketed length, so one compiled step serves
   every run whose prompt and new tokens fit in the bucket; a longer run decodes eagerly.
@@ -12,7 +15,7 @@
   in progress) and loads it when no run is in progress; a restart finds it on disk and loads it in
   seconds. Until then runs decode eagerly. The CLI, the bench and the tests build in-process
   (`compile_now`). Each trace says which path ran.
-- The step runs on the main thread (`main_thread.MainThread` says why), on this path's own copy of
+- The CPU's step runs on the main thread (`main_thread.MainThread` says why), on this path's own copy of
   the model (new modules around the engine's weights), so the engine's hooks never reach it.
 
 The prefill stays eager on a DynamicCache (its maps are captured as before); the first compiled step
@@ -23,46 +26,50 @@ from __future__ import annotations
 
 import copy
 import itertools
-import logging
 import threading
-import time
 from dataclasses import dataclass
 
 import torch
 from transformers import DynamicCache, StaticCache
 
+from engine import environment
 from engine.compiled import aoti
+from engine.compiled.builds import BUCKETS, Builds
 from engine.model import attention
-from engine.host import backroom
-from engine.model.clock import now_ms
+from engine.model.clock import DeviceClock
 from engine.host.house import HOUSE
-from engine.compiled.main_thread import MAIN
+from engine.compiled.main_thread import GRAPH, MAIN
 
-log = logging.getLogger(__name__)
-
-# static cache lengths compiled; a run takes the smallest that holds it, a longer one decodes eagerly
-# (one package is ~0.7 GB of prepacked weights in memory: a second would double it)
-BUCKETS = (512,)
-BUILD_WAIT_S = 1800.0     # compile_now waits this long for the back room's build (minutes on 2 cores)
+# static cache lengths compiled; a run takes the smallest that holds it, a longer one decodes eagerly.
+# The package's one (BUCKETS: ~0.7 GB of prepacked weights in memory, a second would double it), the
+# graph path's three (engine/compiled/graph.py: a graph and a persistent cache each, no weights copied)
+GRAPH_BUCKETS = (256, 1024, 4096)
 
 
-def bucket_for(tokens: int, context: int) -> int | None:
+def bucket_for(tokens: int, context: int, buckets: tuple[int, ...] = BUCKETS) -> int | None:
     """The smallest static cache length that holds `tokens` (None: longer than every bucket or the context)."""
-    return next((b for b in BUCKETS if tokens <= b <= max(context, BUCKETS[0])), None)
+    return next((b for b in buckets if tokens <= b <= max(context, buckets[0])), None)
+
+
+def kind_for(device: torch.device) -> str:
+    """"graph" (torch.compile in this process, CUDA graphs on a GPU) or "aoti" (the CPU's package)."""
+    return environment.fast_kind(torch.device(device).type)
 
 
 @dataclass
 class Step:
-    """One compiled decode step's results."""
+    """One compiled decode step's results, still on the device."""
     logits: torch.Tensor                  # [vocab] float32
-    ms: float                             # wall time of the step (in-graph capture included)
+    began: object                         # DeviceClock marks around the step (in-graph capture included)
+    ended: object
     rows: torch.Tensor | None = None      # [layers, heads, max_len] attention rows (watch)
     hidden: tuple | None = None           # embeddings + every layer's output, [1, 1, hidden] each (watch)
 
 
-class FastPath:
+class FastPath(Builds):
     """The compiled decode step for one engine's model; `state(variant, bucket)` says how each stands.
-    Only BUCKETS[0] is compiled (a longer run decodes eagerly); "plain" and "watch" are one graph."""
+    The package is built for BUCKETS[0] only, the graph path for each of GRAPH_BUCKETS the model's
+    context reaches (a longer run decodes eagerly); "plain" and "watch" are one graph."""
 
     def __init__(self, model, device: torch.device, model_id: str = ""):
         self.device = device
@@ -74,7 +81,11 @@ class FastPath:
         self.model = copy.deepcopy(model, shared)
         self.model.set_attn_implementation(attention.FAST_NAME)
         self.config = self.model.config
-        self._steps: dict[int, object] = {}         # bucket -> loaded package
+        self.kind = kind_for(device)
+        self.buckets = GRAPH_BUCKETS if self.kind == "graph" else BUCKETS
+        # a GPU's graphs are recorded and replayed on one thread of their own; the CPU steps on the main thread
+        self.runner = GRAPH if self.kind == "graph" and self.device.type == "cuda" else MAIN
+        self._steps: dict[int, object] = {}         # bucket -> loaded package, or GraphStep
         self._state: dict[int, str] = {}            # bucket -> "queued" | "building" | "ready" | "not used: ..." | "failed: ..."
         self.built: dict[int, dict] = {}            # bucket -> what its build measured (aoti sidecar)
         self.load_s: dict[int, float] = {}
@@ -93,8 +104,8 @@ class FastPath:
     def acquire(self, variant: str, bucket: int | None) -> bool:
         """A run takes a ready step for its decode steps (False: decode eagerly)."""
         with self._lock:
-            if not self.ready(variant, bucket) or not MAIN.here():
-                return False
+            if not self.ready(variant, bucket) or not self.runner.here() or (self.kind == "graph" and self.in_use):
+                return False            # (a graph's cache is one: one run at a time on it)
             self.in_use += 1
             return True
 
@@ -102,106 +113,47 @@ class FastPath:
         with self._lock:
             self.in_use -= 1
 
+    def buckets_for(self, context: int) -> list[int]:
+        """The buckets built for a model of `context` tokens (the first, and those the context reaches)."""
+        return [b for b in self.buckets if b == self.buckets[0] or b <= context]
+
+    def bucket(self, tokens: int, context: int) -> int | None:
+        return bucket_for(tokens, context, self.buckets)
+
     def describe(self) -> dict:
         """For the status API and the bench: each step's state and what its build measured."""
         return {f"step@{b}": {"state": s, "load_s": round(self.load_s.get(b, 0.0), 2), **self.built.get(b, {})}
                 for b, s in sorted(self._state.items())}
 
-    def package(self, bucket: int):
-        return aoti.folder() / f"{aoti.key_for(self.engine_model, self.device, bucket)}.pt2"
-
-    # --- building and loading -----------------------------------------------------------------
-    def compile_now(self, variant: str = "watch", bucket: int = BUCKETS[0]) -> str:
-        """Build the package in this process unless it is on disk, load it, and return its state."""
-        worker = self._worker
-        if worker is not None and worker.is_alive():       # one build of a package at a time
-            worker.join(BUILD_WAIT_S)
-            if worker.is_alive():                          # a build that hangs: say so, do not start another
-                log.warning("the back room's build of the compiled step is still going after %d s", BUILD_WAIT_S)
-                return self._state.get(bucket, "building")
-        if bucket in self._steps:
-            return "ready"
-        path = self.package(bucket)
-        with self._lock:
-            self._state[bucket] = "building"
-            self.compiling += 1
-        try:
-            self._use(bucket, path, aoti.ready_meta(self.model, self.engine_model, self.device, bucket, path))
-        except Exception as exc:          # a model or backend the compiler cannot take: the eager path stays
-            self._failed(bucket, exc)
-        finally:
-            with self._lock:
-                self.compiling -= 1
-        return self._state[bucket]
-
-    def build_in_background(self, bucket: int = BUCKETS[0]) -> None:
-        """The app's way: load the package if it is on disk; else build it in the back room and
-        load it once no visitor's run is in progress. Returns at once."""
-        with self._lock:
-            if bucket in self._state or (self._worker is not None and self._worker.is_alive()):
-                return
-            self._state[bucket] = "queued"
-            self._worker = threading.Thread(target=self._background, args=(bucket,), name="tbt-compile", daemon=True)
-            self._worker.start()
-
-    def _background(self, bucket: int) -> None:
-        try:
-            path = self.package(bucket)
-            meta = aoti.read_meta(path)
-            if meta is None or "why" not in meta or meta.get("pays_at") != aoti.pays() or \
-                    (meta.get("use") and not path.exists()) or \
-                    (not meta.get("final", True) and path.exists()):     # build it, or time it again
-                self._state[bucket] = "building"
-                meta = backroom.call("compile", f"the decode step, {bucket}-token static cache", "engine.compiled.fast:build_job",
-                                     {"bucket": bucket}, model=self.model_id, deadline_s=2 * BUILD_WAIT_S)
-                meta.pop("path", None)
-            # a load holds the interpreter for ~0.5 s in all: when no visitor's run is in progress, or,
-            # if runs keep coming, in a turn of its own (their passes wait: the most a run waits for it)
-            HOUSE.quiet(timeout=HOUSE.hold_s)
-            with HOUSE.turn(), HOUSE.job("compile", "loading the compiled decode step", holds_s=0.6):
-                self._use(bucket, path, meta)
-        except Exception as exc:
-            self._failed(bucket, exc)
-
-    def _use(self, bucket: int, path, meta: dict) -> None:
-        self.built[bucket] = {k: meta[k] for k in ("compile_s", "eager_ms", "compiled_ms", "ratio", "pays_at",
-                                                   "same_tokens", "why", "final") if k in meta}
-        if not meta.get("use"):          # the package was deleted (engine/compiled/verdict.py): eager
-            self._state[bucket] = f"not used: {meta.get('why') or aoti.verdict(meta)[1]}"
-            return
-        start = time.perf_counter()
-        step = aoti.load(path)
-        self.load_s[bucket] = time.perf_counter() - start
-        with self._lock:
-            self._steps[bucket] = step
-            self._state[bucket] = "ready"
-
-    def _failed(self, bucket: int, exc: Exception) -> None:
-        log.warning("the compiled decode step (bucket %d) is not available: %s", bucket, exc)
-        self._state[bucket] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-
     # --- running ------------------------------------------------------------------------------
     def adopt(self, cache: DynamicCache, bucket: int) -> StaticCache:
-        """A static cache of `bucket` tokens holding what `cache` holds (the prefill's keys and values)."""
+        """A static cache of `bucket` tokens holding what `cache` holds (the prefill's keys and values): a
+        graph's own persistent one, or a new one for the package."""
+        if self.kind == "graph":
+            return self._steps[bucket].adopt(cache)
         return aoti.static_cache(self.config, bucket, cache)
 
     def step(self, variant: str, token: int, position: int, cache: StaticCache) -> Step:
-        """One compiled decode step, on the main thread; the run that asked for it holds the engine's
+        """One compiled decode step, on the runner's thread; the run that asked for it holds the engine's
         lock. Like an eager pass it waits while a back-room job has its turn (engine/host/house.py)."""
         with HOUSE.visitor_pass():
-            return MAIN.run(self._step, variant, token, position, cache)
+            return self.runner.run(self._step, variant, token, position, cache)
 
     def _step(self, variant: str, token: int, position: int, cache: StaticCache) -> Step:
-        ids = torch.tensor([[token]], device=self.device)
-        pos = torch.tensor([position], device=self.device)
-        with torch.no_grad():
-            start = now_ms(self.device)
-            logits, rows, hidden = self._steps[cache.layers[0].max_cache_len](ids, pos, *aoti.cache_tensors(cache))
+        clock = DeviceClock(self.device)
+        began = clock.mark()
+        if self.kind == "graph":
+            logits, rows, hidden = self._steps[cache.layers[0].max_cache_len](token, position)
+        else:
+            ids = torch.tensor([[token]], device=self.device)
+            pos = torch.tensor([position], device=self.device)
+            with torch.no_grad():
+                logits, rows, hidden = self._steps[cache.layers[0].max_cache_len](ids, pos, *aoti.cache_tensors(cache))
             logits = logits[0].float()
-            ms = now_ms(self.device) - start
+        ended = clock.mark()
         if variant == "plain":
-            return Step(logits=logits, ms=ms)
-        return Step(logits=logits, ms=ms, rows=rows, hidden=tuple(hidden.unbind(0)))
+            return Step(logits=logits, began=began, ended=ended)
+        return Step(logits=logits, began=began, ended=ended, rows=rows, hidden=tuple(hidden.unbind(0)))
 
 
 def build_job(engine, progress=None, cancel=None, bucket: int = 512) -> dict:

@@ -50,21 +50,37 @@ class MainThread:
     do as well was not measured.
     """
 
-    def __init__(self, max_jobs: int = MAX_JOBS):
+    def __init__(self, max_jobs: int = MAX_JOBS, own: str | None = None):
         self.jobs: queue.Queue = queue.Queue(maxsize=max_jobs)
         self.serving = False
         self._current: _Job | None = None     # the job the main thread runs now (None: none, or a direct call)
+        self._own, self._home, self._started = own, None, threading.Lock()
+
+    def home(self) -> threading.Thread:
+        """The thread jobs run on: the process's main thread, or (`own`) a thread of this object's own,
+        started on first use (the GPU's graph thread: a CUDA graph is replayed on the thread that
+        recorded it, so every step of every run goes there; engine/compiled/graph.py)."""
+        if self._own is None:
+            return threading.main_thread()
+        with self._started:
+            if self._home is None:
+                self._home = threading.Thread(target=self.serve, name=self._own, daemon=True)
+                self._home.start()
+                deadline = time.monotonic() + 5.0
+                while not self.serving and time.monotonic() < deadline:
+                    time.sleep(0.001)
+        return self._home
 
     def here(self) -> bool:
-        """Can the calling thread run compiled steps (it is the main thread, or the main thread serves)?"""
-        return self.serving or threading.current_thread() is threading.main_thread()
+        """Can the calling thread run compiled steps (it is the home thread, or the home thread serves)?"""
+        return self._own is not None or self.serving or threading.current_thread() is threading.main_thread()
 
     def run(self, fn, *args, timeout_s: float | None = None):
         """`fn(*args)` on the main thread; TimeoutError if it has not answered in `timeout_s`
         (STEP_WAIT_S), the wait for room in the queue included. A job not started by then is dropped;
         one that has started commits nothing after it (`committing`), so a step its run gave up on
         never reaches that run's trace; one committing at that moment is waited for (COMMIT_WAIT_S)."""
-        if threading.current_thread() is threading.main_thread():
+        if threading.current_thread() is self.home():
             return fn(*args)
         if not self.serving:
             raise RuntimeError("compiled steps run on the main thread, which is not serving them")
@@ -90,7 +106,8 @@ class MainThread:
         the main thread, inside a job whose caller still waits, it holds the job's gate; if the
         caller has given up it raises Abandoned instead. Anywhere else (a direct call, a worker
         thread's eager step) it does nothing."""
-        job = self._current if threading.current_thread() is threading.main_thread() else None
+        home = threading.main_thread() if self._own is None else self._home
+        job = self._current if threading.current_thread() is home else None
         return nullcontext() if job is None else self._gate(job)
 
     @staticmethod
@@ -104,7 +121,7 @@ class MainThread:
 
     def serve(self, stop: threading.Event | None = None) -> None:
         """Run jobs until `stop` is set (or Ctrl-C); the app's main thread, after launch."""
-        assert threading.current_thread() is threading.main_thread()
+        assert self._own is not None or threading.current_thread() is threading.main_thread()
         self.serving = True
         try:
             while stop is None or not stop.is_set():
@@ -125,3 +142,4 @@ class MainThread:
 
 
 MAIN = MainThread()
+GRAPH = MainThread(own="tbt-graph")     # the GPU's compiled steps (engine/compiled/fast.py picks one)

@@ -40,3 +40,22 @@ def now_ms(device: torch.device | str | None = None) -> float:
 def work_s() -> float:
     """Seconds on a monotonic clock that stands still while the job does (budgets, durations)."""
     return time.monotonic() - _paused_s()
+
+
+class DeviceClock:
+    """Marks in a device's work without waiting for it: CUDA events on a GPU (their spans are read once
+    the work they follow is done, after the step's one host read), the host clock elsewhere."""
+
+    def __init__(self, device: torch.device | str):
+        self.cuda = torch.device(device).type == "cuda"
+
+    def mark(self):
+        if not self.cuda:
+            return now_ms()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def between(self, start, end) -> float:
+        """Milliseconds from mark `start` to mark `end` (on a GPU, once `end`'s work is done)."""
+        return start.elapsed_time(end) if self.cuda else end - start

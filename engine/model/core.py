@@ -89,7 +89,7 @@ class Engine:
         (`wait`), or in the back room and load it when it is ready (the app). Only for a model on one
         device that runs our attention function (the compiled step has its own); otherwise the
         engine stays eager and this returns None."""
-        from engine.compiled.fast import BUCKETS, FastPath
+        from engine.compiled.fast import FastPath
         from engine.compiled.fit import refusal
         self.fast_refusal = refusal(self)       # why the step is not for this model (engine/compiled/fit.py)
         if self.fast_refusal is not None:
@@ -97,10 +97,11 @@ class Engine:
         with self.lock:
             if self.fast is None or self.fast.device != self.device:
                 self.fast = FastPath(self.model, self.device, self.info.id)
-        if wait:
-            self.fast.compile_now("watch", BUCKETS[0])
-        else:
-            self.fast.build_in_background(BUCKETS[0])
+        for bucket in self.fast.buckets_for(self.info.context_length):
+            if wait:
+                self.fast.compile_now("watch", bucket)
+            else:
+                self.fast.build_in_background(bucket)
         return self.fast
 
     def kernel(self, capture: Capture) -> str:

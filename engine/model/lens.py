@@ -42,11 +42,21 @@ class KeptStates:
     def __init__(self, trace: Trace, max_bytes: int):
         self.trace, self.max_bytes, self.bytes = trace, max_bytes, 0
 
-    def keep(self, capture: Capture) -> Hidden | None:
+    def full(self) -> bool:
         o = self.trace.observation
-        if o is not None and o.lens_capped_at is not None:
+        return o is not None and o.lens_capped_at is not None
+
+    def keep(self, capture: Capture) -> Hidden | None:
+        return None if self.full() else self.kept(keep_hidden(capture))
+
+    def keep_array(self, states: np.ndarray) -> Hidden | None:
+        """`keep` for states already read to the host ([layers - 1, hidden] float32: the compiled path)."""
+        if self.full():
             return None
-        hidden = keep_hidden(capture)
+        return self.kept(Hidden(shape=list(states.shape), data=states.astype("<f4", copy=False).tobytes()))
+
+    def kept(self, hidden: Hidden) -> Hidden | None:
+        o = self.trace.observation
         self.bytes += len(hidden.data)
         if self.bytes > self.max_bytes:
             if o is not None:

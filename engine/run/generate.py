@@ -19,12 +19,13 @@ from typing import Generator
 import torch
 from transformers import DynamicCache
 
-from engine.compiled.fast import MAIN, bucket_for, to_dynamic
+from engine.compiled.fast import to_dynamic
 from engine.model.clock import now_ms
 from engine.model.core import Engine, Pass
 from engine.model.hooks import Capture
 from engine.model.lens import KeptStates
 from engine.model.tokens import TextStream
+from engine.run.compiled_steps import CompiledSteps
 from engine.run.kv_cache import cache_bytes, cache_tokens
 from engine.run.prefixes import cache_key
 from engine.run.reasoning import Thinking, template_text
@@ -55,7 +56,7 @@ def run_trace(engine: Engine, prompt: str, settings: Settings | None = None,
     return last_of(stream_trace(engine, prompt, settings, cancel, keep_cache=keep_cache))
 
 
-class Run:
+class Run(CompiledSteps):
     """The per-run state: sequence, cache, RNG, text decoder. Nothing here is shared."""
 
     def __init__(self, engine: Engine, trace: Trace, ids: list[int], start: float,
@@ -75,6 +76,7 @@ class Run:
         self.thinking = Thinking(engine, s, engine.thinking_style, trace.prompt.templated)
         self.keep_cache = False     # keep the finished run's cache for forking (engine.prefixes)
         self.fast: str | None = None   # the compiled graph ("plain" | "watch") the decode steps run, or None
+        self.kv_per_token = 0          # the static cache's bytes a position, every layer (engine/run/compiled_steps.py)
 
     def events(self) -> Generator[Event, None, Trace]:
         trace = self.trace
@@ -132,44 +134,13 @@ class Run:
                                      tokens_per_s=n / out.ms * 1000 if out.ms > 0 else 0.0)
         return self.emit(out, capture)
 
-    def choose_path(self) -> None:
-        """After the prefill: decode with the compiled step if it is loaded and the run fits its
-        static cache (the cache then moves into a static one); else eager."""
-        fast, s = self.engine.fast, self.trace.settings
-        if fast is None or self.cache is None or fast.device != self.engine.device:
-            return
-        bucket = bucket_for(len(self.ids) + s.max_new_tokens, self.engine.info.context_length)
-        variant = "watch" if self.attention.on or s.logit_lens else "plain"
-        if not fast.acquire(variant, bucket):
-            return
-        self.fast = variant                 # released when the run ends (events' finally)
-        with self.engine.lock:
-            self.cache = fast.adopt(self.cache, bucket)
-        self.trace.observation.decode, self.trace.observation.static_cache_tokens = "compiled", bucket
-
     def decode_one_token(self) -> str | None:
         """Feed the newest token (or, without a cache, the whole sequence) and pick the next one."""
-        capture = self.capture()
         if self.fast is not None:
-            # the whole step on the main thread (engine/compiled/main_thread.py says why), sampling and
-            # watching too (one OpenMP pool). The lock is taken here, before the step is queued: what holds
-            # it (a pass, a fork, the floor, the lab) holds this run as it holds an eager one, never the
-            # main thread (other models' steps go on), and the step's time limit counts from here
-            with self.engine.lock:
-                return MAIN.run(lambda: self.emit(self.compiled_pass(capture), capture))
+            return self.compiled_step()
+        capture = self.capture()
         fed = self.ids[-1:] if self.cache is not None else self.ids
         return self.emit(self.engine.forward(torch.tensor([fed]), self.cache, capture), capture)
-
-    def compiled_pass(self, capture: Capture) -> Pass:
-        """One compiled step. Its attention rows and layer outputs are outputs of the graph, so their
-        cost is inside the step's time (the bench measures it: fast_capture_ratio)."""
-        out = self.engine.fast.step(self.fast, self.ids[-1], len(self.ids) - 1, self.cache)  # the caller holds the lock
-        keys = len(self.ids)
-        if capture.attention:
-            capture.rows.update(enumerate(out.rows[:, :, :keys]))
-        if capture.lens:           # hidden[0] is the embeddings; hidden[i + 1] the output of layer i
-            capture.hidden.update((i, h[0, -1]) for i, h in enumerate(out.hidden[1:-1]))
-        return Pass(logits=out.logits, ms=out.ms, capture_ms=0.0)
 
     def capture(self, map_tokens: int = 0) -> Capture:
         s = self.trace.settings
@@ -181,8 +152,9 @@ class Run:
         picked_from = now_ms(self.engine.device)
         token, logp_final = self.pick(out.logits)
         sampled = now_ms(self.engine.device)            # the model's part of this step ends here
-        with MAIN.committing():        # a compiled step its run gave up waiting for stops here, unrecorded
-            self.record(self.observe(out, capture, token, logp_final), self.clocks(out, picked_from, sampled))
+        seen = self.observe(out, capture, token, logp_final)
+        ready = now_ms(self.engine.device)
+        self.record(seen, self.clocks(out.ms, sampled - picked_from, out.capture_ms + (ready - sampled), ready))
         return self.stop(token)
 
     def pick(self, logits: torch.Tensor) -> tuple[int, torch.Tensor | None]:
@@ -200,35 +172,44 @@ class Run:
     def observe(self, out: Pass, capture: Capture, token: int, logp_final) -> Seen:
         """What the page shows of this token: its candidates, bytes and text, its phase, the lens,
         the attention row (the watching part of the step)."""
+        choice = describe(out.logits, token, logp_final, self.trace.settings, self.engine.text_of)
+        hidden = self.kept.keep(capture) if capture.lens else None   # the lens itself: on view (engine/model/lens.py)
+        self.attention.keep(capture, keys=len(self.ids))     # the positions this pass's query saw
+        return self.seen(token, choice, hidden)
+
+    def seen(self, token: int, choice, hidden) -> Seen:
+        """The new token appended, with its bytes, text and phase."""
         engine, forced = self.engine, self.forced
-        choice = describe(out.logits, token, logp_final, self.trace.settings, engine.text_of)
         self.ids.append(token)
         raw = engine.token_bytes.bytes_of(token)
         special = token in engine.token_bytes.special_ids
         text = "" if special else self.text.push(raw)
         phase = self.thinking.phase_of(engine.text_of(token) if special else text, forced[1] if forced else None)
-        hidden = self.kept.keep(capture) if capture.lens else None   # the lens itself: on view (engine/model/lens.py)
-        self.attention.keep(capture, keys=len(self.ids) - 1)     # the positions this pass's query saw
         return Seen(token, raw, text, phase, forced is not None, choice, hidden)
 
-    def clocks(self, out: Pass, picked_from: float, sampled: float) -> Clocks:
+    def clocks(self, forward_ms: float, sampling_ms: float, observe_ms: float, ready: float) -> Clocks:
         """The step's time: the model's own (pass + sampling; step 0 also the tokenize and prefill,
         so it is the TTFT), watching (the capture in the pass and everything after sampling) and
-        waiting (the rest of the wall time since the previous token was ready)."""
-        ready = now_ms(self.engine.device)
+        waiting (the rest of the wall time since the previous token was ready at `ready`)."""
         first = not self.trace.steps
         # the model's clock advances by each step's rounded time, so the steps add up to it exactly
-        model_ms = ms3((self.clock if first else 0.0) + out.ms + (sampled - picked_from))
+        model_ms = ms3((self.clock if first else 0.0) + forward_ms + sampling_ms)
         self.clock = model_ms if first else self.clock + model_ms
-        observe_ms = out.capture_ms + (ready - sampled)
         wait_ms = max(0.0, (ready - self.last_ready) - model_ms - observe_ms)
         self.last_ready = ready
-        return Clocks(ms=model_ms, t_ms=self.clock, forward_ms=out.ms, observe_ms=observe_ms, wait_ms=wait_ms)
+        return Clocks(ms=model_ms, t_ms=self.clock, forward_ms=forward_ms, observe_ms=observe_ms, wait_ms=wait_ms)
 
     def record(self, seen: Seen, clocks: Clocks) -> None:
+        """The step into the trace, with the cache as it stands (on the compiled path from arithmetic: the
+        positions fed times each one's bytes in every layer, no read of the device's tensors)."""
+        if self.fast is None:
+            tokens, size = cache_tokens(self.cache), cache_bytes(self.cache)
+        else:
+            tokens = len(self.ids) - 1
+            size = tokens * self.kv_per_token
         self.trace.steps.append(make_step(
             len(self.trace.steps), seen.token, self.engine.text_of(seen.token), seen.raw, seen.text, seen.choice,
-            clocks, cache_tokens(self.cache), cache_bytes(self.cache), seen.phase, seen.forced, hidden=seen.hidden))
+            clocks, tokens, size, seen.phase, seen.forced, hidden=seen.hidden))
 
     def stop(self, token: int) -> str | None:
         """Why the run ends after this token (one of trace.STOP_REASONS), or None to go on."""

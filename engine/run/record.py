@@ -110,12 +110,18 @@ class AttentionRows:
             self.trace.attention = Attention(
                 prefill_tokens=capture.map_tokens, prefill_capped=n > capture.map_tokens, steps=[],
                 prefill=[PackedRows.pack(capture.maps[i].cpu().numpy()) for i in sorted(capture.maps)])
-        attention = self.trace.attention
         per_layer = [capture.rows[i] for i in sorted(capture.rows)]
         keys = max([keys or 0] + [r.shape[-1] for r in per_layer])
         per_layer = [torch.nn.functional.pad(r, (keys - r.shape[-1], 0)) for r in per_layer]
         stacked = torch.stack([r.to(per_layer[0].device) for r in per_layer])  # [layers, heads, keys]
-        rows = PackedRows.pack(stacked.cpu().numpy())
+        self.keep_array(stacked.cpu().numpy())
+
+    def keep_array(self, stacked) -> None:
+        """A decode step's rows already read to the host ([layers, heads, keys] float32: the compiled path)."""
+        if not self.on:
+            return
+        attention = self.trace.attention
+        rows = PackedRows.pack(stacked)
         self.bytes += rows.nbytes
         if self.bytes > self.max_bytes:
             attention.steps_capped_at = len(attention.steps)

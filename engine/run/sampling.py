@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from transformers import (LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper,
                           TopPLogitsWarper)
@@ -24,10 +25,15 @@ def warpers(temperature: float, top_k: int, top_p: float) -> LogitsProcessorList
     return chain
 
 
-def entropy(logp: torch.Tensor) -> float:
-    """Entropy in nats of a distribution given as log-probabilities (-inf entries count as 0)."""
+def _entropy(logp: torch.Tensor) -> torch.Tensor:
+    """Entropy in nats (a float32 tensor, on the device) of a distribution given as log-probabilities
+    (-inf entries count as 0)."""
     p = logp.exp()
-    return max(0.0, shortest32(-(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum()[None])[0])
+    return -(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum()
+
+
+def entropy(logp: torch.Tensor) -> float:
+    return max(0.0, shortest32(_entropy(logp)[None])[0])
 
 
 @dataclass
@@ -43,50 +49,83 @@ class Choice:
     kept_mass: float | None = None
 
 
-def pick(logits: torch.Tensor, settings: Settings, chain: LogitsProcessorList, input_ids: torch.Tensor,
-         generator: torch.Generator | None, force: int | None = None) -> tuple[int, torch.Tensor | None]:
+def choose(logits: torch.Tensor, settings: Settings, chain: LogitsProcessorList, input_ids: torch.Tensor,
+           generator: torch.Generator | None, force: int | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The model's own choice, all that `generate` would do: warp the scores and sample (or take
-    the top one). Returns the token and the log-probabilities it was sampled from (None when
-    greedy or forced: all the probability sits on the one token). `force` names a token the
-    engine inserts instead (budget forcing); the RNG is then left untouched.
-    logits: [vocab] float32."""
+    the top one). Returns the token (a 0-d tensor on the logits' device: nothing is read to the host)
+    and the log-probabilities it was sampled from (None when greedy or forced: all the probability
+    sits on the one token). `force` names a token the engine inserts instead (budget forcing); the
+    RNG is then left untouched. logits: [vocab] float32."""
     if force is not None:
-        return int(force), None
+        return torch.full((), int(force), dtype=torch.long, device=logits.device), None
     if settings.temperature == 0:                        # greedy: the top score wins outright
-        return int(torch.argmax(logits)), None
+        return torch.argmax(logits), None
     warped = chain(input_ids, logits[None])[0]           # filtered tokens become -inf
     logp_final = torch.log_softmax(warped, dim=-1)
-    return int(torch.multinomial(logp_final.exp(), 1, generator=generator)), logp_final
+    return torch.multinomial(logp_final.exp(), 1, generator=generator)[0], logp_final
 
 
-def describe(logits: torch.Tensor, token: int, logp_final: torch.Tensor | None, settings: Settings,
-             text_of) -> Choice:
-    """What a person wants to see of a choice: top candidates, probabilities before and after the
-    sampling transforms, the chosen token's rank, entropies. Watching, not generating: the run
+def pick(logits: torch.Tensor, settings: Settings, chain: LogitsProcessorList, input_ids: torch.Tensor,
+         generator: torch.Generator | None, force: int | None = None) -> tuple[int, torch.Tensor | None]:
+    """`choose`, with the token read as an int."""
+    token, logp_final = choose(logits, settings, chain, input_ids, generator, force)
+    return int(token), logp_final
+
+
+HEAD = 8        # choice_tensor's figures before its candidates
+
+
+def choice_tensor(logits: torch.Tensor, token: torch.Tensor, logp_final: torch.Tensor | None,
+                  settings: Settings) -> torch.Tensor:
+    """What a person wants to see of a choice, as one float32 tensor on the logits' device: [token,
+    rank, p_model, p_final, entropy, entropy of the model's own distribution, kept tokens, kept mass
+    (NaN: not sampled)] then the top candidates' ids, logits, p_model and p_final (`read_choice` reads
+    it). Token ids and counts are exact in float32 (below 2**24). Watching, not generating: the run
     clocks it as observation."""
     logp_model = torch.log_softmax(logits, dim=-1)
-    kept_tokens = kept_mass = None
+    # no value goes from the host to the device here either (a blocking copy waits for the device too):
+    # constants are filled on the device, the token is gathered, not used as an index
+    at = token.view(1)
+    kept_tokens = kept_mass = torch.full((), float("nan"), device=logits.device)
     if logp_final is not None:          # sampled: what the real cut left, over the whole vocabulary
         kept = torch.isfinite(logp_final)
         before_p = warpers(settings.temperature, settings.top_k, 1.0)(torch.zeros((1, 1), dtype=torch.long),
                                                                       logits[None].clone())[0]
-        kept_tokens = int(kept.sum())
-        kept_mass = shortest32(torch.softmax(before_p, dim=-1)[kept].sum()[None])[0]
+        kept_tokens = kept.sum().float()
+        kept_mass = torch.where(kept, torch.softmax(before_p, dim=-1), 0.0).sum()
     else:
-        logp_final = torch.full_like(logits, float("-inf"))
-        logp_final[token] = 0.0
+        logp_final = torch.full_like(logits, float("-inf")).index_fill_(0, at, 0.0)
     top = torch.topk(logits, min(settings.top_candidates, logits.numel()))
-    ids = top.indices.tolist()
-    values, pm, pf = (shortest32(x) for x in (top.values, logp_model[top.indices].exp(),
-                                              logp_final[top.indices].exp()))
-    candidates = [Candidate(id=i, text=text_of(i), logit=v, p_model=a, p_final=b)
-                  for i, v, a, b in zip(ids, values, pm, pf)]
-    chosen = torch.stack([logp_model[token].exp(), logp_final[token].exp()])
-    p_model, p_final = shortest32(chosen)
-    return Choice(token_id=token, candidates=candidates,
-                  rank=int((logits > logits[token]).sum()), p_model=p_model, p_final=p_final,
-                  entropy=entropy(logp_final), entropy_model=entropy(logp_model),
-                  kept_tokens=kept_tokens, kept_mass=kept_mass)
+    head = torch.stack([token.float(), (logits > logits.gather(0, at)).sum().float(), logp_model.gather(0, at)[0].exp(),
+                        logp_final.gather(0, at)[0].exp(), _entropy(logp_final), _entropy(logp_model), kept_tokens,
+                        kept_mass])
+    return torch.cat([head, top.indices.float(), top.values, logp_model[top.indices].exp(),
+                      logp_final[top.indices].exp()]).float()
+
+
+def read_choice(flat: np.ndarray, text_of) -> Choice:
+    """A Choice from `choice_tensor`'s values, read to the host (float32, any length past the choice's)."""
+    k = (len(flat) - HEAD) // 4
+    ids = [int(i) for i in flat[HEAD:HEAD + k]]
+    values, pm, pf = (_short(flat[HEAD + k * j:HEAD + k * (j + 1)]) for j in (1, 2, 3))
+    head = _short(flat[:HEAD])
+    sampled = not np.isnan(flat[7])
+    return Choice(token_id=int(flat[0]), candidates=[Candidate(id=i, text=text_of(i), logit=v, p_model=a, p_final=b)
+                                                     for i, v, a, b in zip(ids, values, pm, pf)],
+                  rank=int(flat[1]), p_model=head[2], p_final=head[3], entropy=max(0.0, head[4]),
+                  entropy_model=max(0.0, head[5]), kept_tokens=int(flat[6]) if sampled else None,
+                  kept_mass=head[7] if sampled else None)
+
+
+def describe(logits: torch.Tensor, token: int, logp_final: torch.Tensor | None, settings: Settings,
+             text_of) -> Choice:
+    """`choice_tensor` read to the host at once."""
+    token_t = torch.full((), int(token), dtype=torch.long, device=logits.device)
+    return read_choice(choice_tensor(logits, token_t, logp_final, settings).cpu().numpy(), text_of)
+
+
+def _short(values: np.ndarray) -> list[float]:
+    return [float(x) for x in values.astype(np.float32).astype(str)]
 
 
 def shortest32(values: torch.Tensor) -> list[float]:

@@ -104,7 +104,7 @@ def test_the_app_s_way_loads_the_package_on_disk_and_status_says_so(llama, fast,
     /status's "fast" says "ready" with what the build measured."""
     from types import SimpleNamespace
 
-    from engine.compiled import fast as fast_module
+    from engine.host import backroom
     from engine.compiled.fast import FastPath
     from engine.schema.specs import EMBEDDED
     from tests.waits import wait_until
@@ -113,7 +113,7 @@ def test_the_app_s_way_loads_the_package_on_disk_and_status_says_so(llama, fast,
 
     def no_build(*args, **kwargs):
         raise AssertionError("a back-room build of a package that is on disk")
-    monkeypatch.setattr(fast_module.backroom, "call", no_build)
+    monkeypatch.setattr(backroom, "call", no_build)
     app_s = FastPath(llama.model, llama.device, llama.info.id)
     app_s.build_in_background(BUCKET)
     state = wait_until(lambda: (st := app_s.state("plain", BUCKET)) not in ("queued", "building") and st, 120,
@@ -142,8 +142,12 @@ def test_compiled_greedy_tokens_equal_generate(llama, fast):
 @pytest.mark.numerics
 def test_a_watched_compiled_run_captures_what_the_eager_path_captures(llama, fast):
     prompt = "什么是量子计算？"
-    compiled, reference = run_trace(llama, prompt, WATCHED), eager(llama, prompt, WATCHED)
-    assert (compiled.observation.decode, compiled.observation.static_cache_tokens) == ("compiled", BUCKET)
+    assert_watched_alike(llama, run_trace(llama, prompt, WATCHED), eager(llama, prompt, WATCHED), BUCKET)
+
+
+def assert_watched_alike(llama, compiled: Trace, reference: Trace, bucket: int) -> None:
+    """A compiled run's tokens, cache curve, attention rows and lens are the eager run's (tests/numerics.py)."""
+    assert (compiled.observation.decode, compiled.observation.static_cache_tokens) == ("compiled", bucket)
     assert (reference.observation.decode, reference.observation.static_cache_tokens) == ("eager", None)
     got, want, gaps = [s.id for s in compiled.steps], [s.id for s in reference.steps], numerics.margins(reference.steps)
     numerics.assert_same_greedy(got, want, gaps)
@@ -205,7 +209,13 @@ def test_a_compiled_run_can_be_forked(llama, fast):
     assert run.observation.decode == "compiled"
     kept = llama.prefixes.get(cache_key(run))
     assert kept.get_seq_length() == len(run.prompt.tokens) + len(run.steps) - 1   # the last token was not fed
-    at, token = 4, next(c.id for c in run.steps[4].candidates if c.id != run.steps[4].id)
+    assert_forks_as_generate(llama, run)
+
+
+def assert_forks_as_generate(llama, run: Trace, at: int = 4) -> None:
+    """A branch at `at` with the step's second candidate reuses the kept cache and goes on as `generate`
+    does from the same tokens."""
+    token = next(c.id for c in run.steps[at].candidates if c.id != run.steps[at].id)
     branch = run_fork(llama, run, at, token, max_new_tokens=6).branches[-1]
     assert branch.rebuilt_ms is None
     prefix = [t.id for t in run.prompt.tokens] + [s.id for s in run.steps[:at]] + [token]
@@ -213,8 +223,7 @@ def test_a_compiled_run_can_be_forked(llama, fast):
         out = llama.model.generate(input_ids=torch.tensor([prefix]), max_new_tokens=6, min_new_tokens=6,
                                     do_sample=False)
     got, want = [s.id for s in branch.steps[1:]], out[0, len(prefix):].tolist()
-    gaps = numerics.margins(branch.steps[1:])
-    numerics.assert_same_greedy(got, want, gaps)
+    numerics.assert_same_greedy(got, want, numerics.margins(branch.steps[1:]))
 
 
 @pytest.mark.numerics

@@ -215,13 +215,13 @@ def test_a_call_waiting_for_a_model_that_never_loads_is_told_to_try_again():
 
 
 def test_a_compile_that_hangs_in_the_back_room_does_not_hold_compile_now(monkeypatch):
-    from engine.compiled import fast
+    from engine.compiled import builds, fast
     release = threading.Event()
     worker = threading.Thread(target=release.wait, args=(60,), daemon=True)
     worker.start()
     path = object.__new__(fast.FastPath)                     # only what compile_now reads before it would build
     path._worker, path._state = worker, {512: "building"}
-    monkeypatch.setattr(fast, "BUILD_WAIT_S", 0.05)
+    monkeypatch.setattr(builds, "BUILD_WAIT_S", 0.05)
     try:
         assert path.compile_now("watch", 512) == "building"
     finally:
