@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 LLAMA  := $(VENV)/.llama-stamp
 PORT   ?= 7860
 
-.PHONY: run test quick numerics engine bench lab load soak fairness traces chromium clean
+.PHONY: run test quick numerics engine bench lab load soak fairness traces gpu-check chromium clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -82,6 +82,12 @@ soak: $(STAMP) chromium
 # Does the house's own work slow a visitor? The app as shipped, probed from outside (~12 min here).
 fairness: $(STAMP) $(LLAMA) chromium
 	$(PY) scripts/fairness.py
+
+# The decode step's graph path on a GPU (CUDA graphs): build per bucket, tokens against eager, TPOT eager vs
+# graph, KV cache on/off, fork reuse, as JSON (scripts/gpu_check.py; under 8 min on an H100). On the CPU it
+# runs too (two buckets; TBT_GRAPH_BACKEND=aot_eager skips Inductor's minutes of C++).
+gpu-check: $(STAMP)
+	$(PY) scripts/gpu_check.py
 
 # Re-record the walkthrough's traces (assets/traces/) on an idle machine.
 traces: $(STAMP)
