@@ -67,6 +67,8 @@ class Builds:
             if bucket in self._state or (self.kind == "aoti" and self._worker is not None and self._worker.is_alive()):
                 return
             self._state[bucket] = "queued"
+            if self.kind == "graph":        # from now until it is built, runs decode eagerly (FastPath.acquire)
+                self.compiling += 1
             target = self._background if self.kind == "aoti" else self._graph_background
             self._worker = threading.Thread(target=target, args=(bucket,), name="tbt-compile", daemon=True)
             self._worker.start()
@@ -91,12 +93,21 @@ class Builds:
             self._failed(bucket, exc)
 
     def _graph_background(self, bucket: int) -> None:
+        """A graph is compiled on the thread that replays every bucket's steps: a step queued behind a
+        compile would wait for it. So no run takes the graph path from the moment a build is queued
+        (`compiling`), and the build starts once the runs that took it have ended."""
         try:
+            deadline = time.monotonic() + BUILD_WAIT_S
+            while (self.in_use or not self.runner.here()) and time.monotonic() < deadline:
+                time.sleep(0.1)                 # (the CPU's main thread serves once the page is up)
             HOUSE.quiet(timeout=HOUSE.hold_s)
             with HOUSE.job("compile", f"compiling the decode step's graph, {bucket}-token cache", holds_s=0.0):
                 self.runner.run(self._graph, bucket, timeout_s=BUILD_WAIT_S)
         except Exception as exc:
             self._failed(bucket, exc)
+        finally:
+            with self._lock:
+                self.compiling -= 1
 
     def _graph(self, bucket: int) -> str:
         """Compile and check the graph of `bucket` (engine/compiled/graph.py) on this thread; use it if

@@ -104,8 +104,10 @@ class FastPath(Builds):
     def acquire(self, variant: str, bucket: int | None) -> bool:
         """A run takes a ready step for its decode steps (False: decode eagerly)."""
         with self._lock:
-            if not self.ready(variant, bucket) or not self.runner.here() or (self.kind == "graph" and self.in_use):
-                return False            # (a graph's cache is one: one run at a time on it)
+            if not self.ready(variant, bucket) or not self.runner.here():
+                return False
+            if self.kind == "graph" and (self.in_use or self.compiling):
+                return False            # a graph's cache is one run's; a build holds the graph thread
             self.in_use += 1
             return True
 

@@ -103,6 +103,36 @@ def test_one_run_at_a_time_holds_the_graph_s_cache(llama, built):
     assert run_trace(llama, "Name a colour.", Settings(max_new_tokens=4, ignore_eos=True)).observation.decode == "compiled"
 
 
+def test_the_app_s_way_compiles_in_the_background_while_runs_decode_eagerly(llama, built):
+    """Engine.start_fast without wait: the build is queued and runs decode eagerly from that moment
+    (the graph thread would hold their steps behind the compile) until the graph is checked and ready;
+    /status's figures say what the build measured. Here the runner is the CPU's main thread: it serves
+    the build as the app's does after launch."""
+    from engine.compiled.fast import FastPath
+    from engine.compiled.main_thread import MAIN
+    from tests.waits import wait_until
+    app_s = FastPath(llama.model, llama.device, llama.info.id)
+    kept, llama.fast, stop = llama.fast, app_s, threading.Event()
+    try:
+        app_s.build_in_background(BUCKET)
+        assert app_s.state("plain", BUCKET) in ("queued", "building") and app_s.compiling
+        assert run_trace(llama, "Hi", Settings(max_new_tokens=3, ignore_eos=True)).observation.decode == "eager"
+        def until_built():
+            try:
+                wait_until(lambda: app_s.state("plain", BUCKET) not in ("queued", "building"), 120, "the build")
+            finally:
+                stop.set()
+        threading.Thread(target=until_built, daemon=True).start()
+        MAIN.serve(stop)
+        assert app_s.state("plain", BUCKET) == "ready" and app_s.compiling == 0, app_s.describe()
+        assert app_s.describe()[f"step@{BUCKET}"]["same_tokens"] is True     # (its compile_s: ~0, dynamo's graph
+        # for this bucket's shapes was compiled by the module's first path and serves this one's cache too)
+        assert run_trace(llama, "Hi", Settings(max_new_tokens=3, ignore_eos=True)).observation.decode == "compiled"
+    finally:
+        stop.set()
+        llama.fast = kept
+
+
 @pytest.mark.numerics
 def test_a_graph_run_forks_from_its_kept_cache_after_another_run_reused_the_graph(llama, built):
     """A finished run's cache is kept as a copy (to_dynamic): the next run rewriting the graph's one
@@ -113,6 +143,14 @@ def test_a_graph_run_forks_from_its_kept_cache_after_another_run_reused_the_grap
     kept = llama.prefixes.get(cache_key(run))
     assert kept.get_seq_length() == len(run.prompt.tokens) + len(run.steps) - 1   # the last token was not fed
     assert_forks_as_generate(llama, run)
+
+
+def one_bucket(llama):
+    """A graph path of the first bucket alone, built in this process (Engine.start_fast builds them all)."""
+    from engine.compiled.fast import FastPath
+    fast = FastPath(llama.model, llama.device, llama.info.id)
+    fast.compile_now("watch", BUCKET)
+    return fast
 
 
 def test_a_host_read_inside_the_step_fails_its_build_and_the_engine_stays_eager(llama, monkeypatch):
@@ -128,7 +166,7 @@ def test_a_host_read_inside_the_step_fails_its_build_and_the_engine_stays_eager(
     monkeypatch.setattr(graph_module, "watched_step", reads)
     kept, llama.fast = llama.fast, None
     try:
-        fast = llama.start_fast(wait=True)
+        fast = llama.fast = one_bucket(llama)
         state = fast.state("plain", BUCKET)
         assert state.startswith("failed: "), state      # what dynamo said: the data-dependent read
         assert run_trace(llama, "Hi", Settings(max_new_tokens=3, ignore_eos=True)).observation.decode == "eager"
@@ -142,7 +180,7 @@ def test_a_graph_whose_check_fails_says_what_differed_and_the_engine_stays_eager
     monkeypatch.setattr(graph_module, "LOGIT_TOL", {k: -1.0 for k in graph_module.LOGIT_TOL})
     kept, llama.fast = llama.fast, None
     try:
-        fast = llama.start_fast(wait=True)
+        fast = llama.fast = one_bucket(llama)
         state = fast.state("plain", BUCKET)
         assert state.startswith("not used: its logits differ from eager's by"), state
         assert fast.describe()[f"step@{BUCKET}"]["same_tokens"] is False
