@@ -1,9 +1,9 @@
 """A run's decode steps on the compiled path (engine/compiled/fast.py): the step, the choice and the
 watching on the device, and one read of their results to the host a step.
 
-On a GPU every read of a tensor's value waits for the device to finish (a sync), and an eager step's
-bookkeeping read ~40 values: the token, each candidate's figures, the cache's length layer by layer,
-the clock around each part. Here the choice (engine/run/sampling.choice_tensor: token, rank,
+On a GPU every read of a tensor's value waits for the device to finish (a sync), and a compiled step's
+bookkeeping read ~40 of them: the static cache's length layer by layer (30 layers here), a device-synced
+clock around each part, the token, the choice's figures apart. Here the choice (engine/run/sampling.choice_tensor: token, rank,
 probabilities, entropies, the top candidates), the new token's attention rows and the layers'
 states for the lens are concatenated on the device and read once (`.cpu().numpy()`); the cache's
 length and bytes come from arithmetic, the step's time from DeviceClock marks (CUDA events). The one
