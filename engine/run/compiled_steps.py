@@ -62,8 +62,7 @@ class CompiledSteps:
             token = int(flat[0])
         ready = now_ms()
         forward_ms, sampling_ms = clock.between(out.began, out.ended), clock.between(out.ended, sampled)
-        k = (len(flat) - HEAD - (out.rows[:, :, :keys].numel() if rows else 0) -
-             (sum(h.shape[-1] for h in out.hidden[1:-1]) if lens else 0)) // 4
+        k = min(s.top_candidates, out.logits.numel())       # choice_tensor's candidates
         choice, rest = read_choice(flat[:HEAD + 4 * k], engine.text_of), flat[HEAD + 4 * k:]
         with engine.fast.runner.committing():   # a step its run gave up waiting for stops here, unrecorded
             if rows:

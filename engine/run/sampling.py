@@ -32,10 +32,6 @@ def _entropy(logp: torch.Tensor) -> torch.Tensor:
     return -(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum()
 
 
-def entropy(logp: torch.Tensor) -> float:
-    return max(0.0, shortest32(_entropy(logp)[None])[0])
-
-
 @dataclass
 class Choice:
     token_id: int
