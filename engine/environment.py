@@ -78,9 +78,11 @@ def compile_autotune() -> bool:
 def fast_kind(device_type: str) -> str:
     """TBT_FAST_KIND: the compiled path's kind, "graph" (torch.compile in the process: CUDA graphs on a GPU)
     or "aoti" (a package built ahead of time: the CPU's); by default "graph" on CUDA, "aoti" elsewhere."""
-    kind = os.environ.get("TBT_FAST_KIND", "").strip() or ("graph" if device_type == "cuda" else "aoti")
-    if kind not in ("graph", "aoti"):
-        raise ValueError(f"TBT_FAST_KIND is {kind!r}: 'graph' or 'aoti'")
+    default = "graph" if device_type == "cuda" else "aoti"
+    kind = os.environ.get("TBT_FAST_KIND", "").strip() or default
+    if kind not in ("graph", "aoti"):        # as a bad number: said in the log, the default used
+        log.warning("TBT_FAST_KIND=%r is not 'graph' or 'aoti'; using %r", kind, default)
+        return default
     return kind
 
 

@@ -44,6 +44,10 @@ from engine.model.clock import now_ms
 LOGIT_TOL = {torch.float32: 1e-3, torch.float64: 1e-3}
 LOGIT_TOL_HALF = 5e-2
 WARM_CALLS = 3        # Inductor's CUDA graphs are recorded on the second or third call: warm past them
+# dynamo keeps at most `recompile_limit` graphs per code object, and every bucket of every model is one
+# graph of `_Module.forward`'s: at its default (8) the ninth (three models of three buckets; the tiny tier's
+# ninth architecture) failed with FailOnRecompileLimitHit. No other code in the process compiles.
+GRAPHS_KEPT = 64
 
 
 def backend() -> str:
@@ -68,6 +72,7 @@ class GraphStep:
         self.cache = StaticCache(config=model.config, max_cache_len=bucket)
         self.ids = torch.zeros((1, 1), dtype=torch.long, device=self.device)
         self.pos = torch.zeros((1,), dtype=torch.long, device=self.device)
+        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, GRAPHS_KEPT)
         b = backend()
         mode = "reduce-overhead" if b == "inductor" and self.device.type == "cuda" else None
         self.compiled = torch.compile(_Module(model, self.cache), backend=b, mode=mode, fullgraph=True, dynamic=False)

@@ -22,6 +22,14 @@ def test_a_bad_number_falls_back_to_its_default(monkeypatch):
     assert Limits.from_env().max_prompt_chars == 200
 
 
+def test_the_compiled_path_s_kind_falls_back_to_the_device_s(monkeypatch, caplog):
+    monkeypatch.setenv("TBT_FAST_KIND", "cudagraph")
+    assert environment.fast_kind("cuda") == "graph" and environment.fast_kind("cpu") == "aoti"
+    assert "TBT_FAST_KIND" in caplog.text
+    monkeypatch.setenv("TBT_FAST_KIND", " graph ")
+    assert environment.fast_kind("cpu") == "graph"
+
+
 def test_switches_and_lists(monkeypatch):
     for raw, on in (("", True), ("0", False), ("off", False), ("No", False), ("1", True), ("yes", True)):
         monkeypatch.setenv("TBT_COMPILE", raw)
